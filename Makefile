@@ -1,0 +1,28 @@
+# Every target installs what it needs into .venv on first use (fresh machines included).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test bench lint fuzz clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m vortex_io.demo
+
+lint: $(STAMP)
+	$(PY) -m ruff check vortex_io tests bench
+
+test: $(STAMP) lint
+	$(PY) -m pytest -q -n 2 tests
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

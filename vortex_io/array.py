@@ -1,0 +1,425 @@
+"""``Array``: one node of an encoding tree, and ``Encoding``: what an encoding ID means.
+
+An ``Array`` is a logical dtype and length plus a physical encoding: the encoding's
+metadata bytes, data buffers and child arrays, exactly as they travel on the wire. Arrays
+read from a stream hold views into the input; nothing is decoded until a consumer asks
+(``to_arrow``, ``to_numpy``, ``canonical``) and then only the nodes it needs.
+
+Encodings are registered by ID in a registry that users extend with
+``register_encoding`` (see ``vortex_io.encodings.inverted_index`` for a complete example).
+
+>>> import vortex_io as vio
+>>> a = vio.array([1, 2, None])
+>>> a.encoding, len(a), a.dtype
+('vortex.primitive', 3, i64?)
+>>> a.to_arrow().to_pylist()
+[1, 2, None]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from . import dtype as dt
+from .errors import LimitExceededError, MalformedStreamError, UnsupportedError
+from .limits import DEFAULT_LIMITS, ReaderLimits
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+    from .stats import ArrayStats
+
+__all__ = [
+    "Array",
+    "Encoding",
+    "ArrayParts",
+    "register_encoding",
+    "get_encoding",
+    "registered_encodings",
+    "typed_view",
+    "EMPTY_BUFFER",
+]
+
+EMPTY_BUFFER = np.zeros(0, dtype=np.uint8)
+
+
+# -- registry -------------------------------------------------------------------------
+
+_REGISTRY: dict[str, Encoding] = {}
+
+
+def register_encoding(encoding: type[Encoding] | Encoding, *, replace: bool = False) -> Encoding:
+    """Register an encoding (class or instance) under its ``id``; returns the instance.
+
+    Registering an ID twice is an error unless ``replace=True``. Usable as a decorator.
+    """
+    inst = encoding() if isinstance(encoding, type) else encoding
+    if not inst.id:
+        raise ValueError("an encoding needs a non-empty id")
+    if inst.id in _REGISTRY and not replace and type(_REGISTRY[inst.id]) is not type(inst):
+        raise ValueError(f"encoding {inst.id!r} is already registered")
+    _REGISTRY[inst.id] = inst
+    return encoding  # type: ignore[return-value]
+
+
+def get_encoding(encoding_id: str) -> Encoding:
+    """The registered encoding for an ID; ``UnsupportedError`` naming it if there is none."""
+    try:
+        return _REGISTRY[encoding_id]
+    except KeyError:
+        _ensure_builtins()
+        try:
+            return _REGISTRY[encoding_id]
+        except KeyError:
+            raise UnsupportedError(f"unsupported encoding {encoding_id!r}") from None
+
+
+def registered_encodings() -> list[str]:
+    """IDs of every registered encoding."""
+    _ensure_builtins()
+    return sorted(_REGISTRY)
+
+
+def _ensure_builtins() -> None:
+    from . import encodings  # noqa: F401  (registers the built-in encodings)
+
+
+# -- aligned typed views ---------------------------------------------------------------
+
+
+def typed_view(buf: np.ndarray, np_dtype: np.dtype, count: int, what: str) -> np.ndarray:
+    """``count`` values of ``np_dtype`` from the start of a byte buffer.
+
+    Checks the buffer is long enough (``MalformedStreamError`` otherwise) and copies it
+    into aligned memory only when it is misaligned.
+    """
+    size = np_dtype.itemsize
+    need = count * size
+    if count < 0 or buf.nbytes < need:
+        raise MalformedStreamError(
+            f"{what}: buffer of {buf.nbytes} bytes is too short for {count} x {np_dtype}"
+        )
+    raw = buf[:need]
+    if size > 1 and raw.ctypes.data % size:
+        raw = raw.copy()  # numpy allocations are at least 16-byte aligned
+    return raw.view(np_dtype)
+
+
+# -- the node -------------------------------------------------------------------------
+
+
+class Array:
+    """One node of an encoding tree: dtype, length, encoding, metadata, buffers, children.
+
+    Build arrays with ``vortex_io.array(obj)`` (from Arrow, numpy or Python lists) or read
+    them from a stream. ``encoding`` is the wire ID; ``to_arrow()`` decodes.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_cache",
+        "_enc",
+        "_len",
+        "_stats",
+        "buffers",
+        "children",
+        "dtype",
+        "metadata",
+    )
+
+    def __init__(
+        self,
+        encoding: Encoding | str,
+        dtype: dt.DType,
+        length: int,
+        *,
+        metadata: bytes = b"",
+        buffers: Sequence[np.ndarray] = (),
+        children: Sequence[Array] = (),
+        stats: ArrayStats | None = None,
+    ) -> None:
+        self._enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
+        self.dtype = dtype
+        self._len = int(length)
+        self.metadata = bytes(metadata)
+        self.buffers = tuple(buffers)
+        self.children = tuple(children)
+        self._stats = stats
+        self._cache: dict[str, Any] = {}
+
+    # -- identity --------------------------------------------------------------------
+    @property
+    def encoding(self) -> str:
+        """The encoding ID, e.g. ``"vortex.primitive"`` or ``"fastlanes.bitpacked"``."""
+        return self._enc.id
+
+    @property
+    def vtable(self) -> Encoding:
+        """The ``Encoding`` object implementing this node."""
+        return self._enc
+
+    def __len__(self) -> int:
+        return self._len
+
+    @property
+    def is_canonical(self) -> bool:
+        return self._enc.canonical
+
+    @property
+    def meta(self) -> Any:
+        """The parsed encoding metadata (cached)."""
+        try:
+            return self._cache["meta"]
+        except KeyError:
+            m = self._enc.parse_metadata(self.metadata, self.dtype, self._len)
+            self._cache["meta"] = m
+            return m
+
+    @property
+    def stats(self) -> ArrayStats:
+        """Statistics carried with the array (possibly empty)."""
+        if self._stats is None:
+            from .stats import ArrayStats
+
+            self._stats = ArrayStats()
+        return self._stats
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of all buffers in this tree (the encoded size, without headers)."""
+        return sum(b.nbytes for b in self.buffers) + sum(c.nbytes for c in self.children)
+
+    # -- decoding --------------------------------------------------------------------
+    def canonical(self) -> Array:
+        """This array in a canonical encoding (cached)."""
+        if self._enc.canonical:
+            return self
+        try:
+            return self._cache["canonical"]
+        except KeyError:
+            c = self._enc.canonicalize(self)
+            self._cache["canonical"] = c
+            return c
+
+    def to_arrow(self) -> pa.Array | pa.ChunkedArray:
+        """Decode to a ``pyarrow.Array`` (``ChunkedArray`` for a chunked array).
+
+        The Arrow type follows the dtype (``dtype.to_arrow()``); struct arrays give
+        ``StructArray``. Canonical buffers are handed to Arrow without copying.
+        """
+        return self._enc.to_arrow(self)
+
+    def to_numpy(self, *, zero_copy_only: bool = False) -> np.ndarray:
+        """Decode to numpy (nulls follow ``pyarrow.Array.to_numpy`` conventions)."""
+        a = self.to_arrow()
+        if hasattr(a, "combine_chunks"):
+            a = a.combine_chunks()
+        return a.to_numpy(zero_copy_only=zero_copy_only)
+
+    def to_pylist(self) -> list[Any]:
+        return self.to_arrow().to_pylist()
+
+    def __arrow_c_array__(self, requested_schema: Any = None) -> Any:
+        a = self.to_arrow()
+        if hasattr(a, "combine_chunks"):
+            a = a.combine_chunks()
+        return a.__arrow_c_array__(requested_schema)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        import pyarrow as pa
+
+        a = self.to_arrow()
+        chunks = a.chunks if isinstance(a, pa.ChunkedArray) else [a]
+        if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable:
+            batches = [pa.RecordBatch.from_struct_array(c) for c in chunks]
+            schema = pa.schema([pa.field(f.name, f.type, f.nullable) for f in a.type])
+            rdr = pa.RecordBatchReader.from_batches(schema, batches)
+        else:
+            rdr = pa.RecordBatchReader.from_batches(
+                pa.schema([pa.field("values", a.type)]),
+                [pa.record_batch([c], names=["values"]) for c in chunks],
+            )
+        return rdr.__arrow_c_stream__(requested_schema)
+
+    # -- navigation ------------------------------------------------------------------
+    def field(self, name: str) -> Array:
+        """A field of a struct array (without the struct's own validity)."""
+        if not isinstance(self.dtype, dt.Struct):
+            raise TypeError(f"field() needs a struct array, not {self.dtype!r}")
+        return self._enc.struct_field(self, name)
+
+    def slice(self, start: int, stop: int) -> Array:
+        """Rows ``[start, stop)``: a cheap view where the encoding allows."""
+        start, stop, _ = slice(start, stop).indices(self._len)
+        stop = max(start, stop)
+        if start == 0 and stop == self._len:
+            return self
+        return self._enc.slice(self, start, stop)
+
+    # -- display ---------------------------------------------------------------------
+    def tree(self, indent: str = "") -> str:
+        """The encoding tree, one node a line, with dtypes, lengths and buffer sizes."""
+        own = sum(b.nbytes for b in self.buffers)
+        extra = self._enc.describe(self)
+        line = (
+            f"{indent}{self.encoding}({self.dtype!r}, len={self._len}"
+            + (f", {extra}" if extra else "")
+            + f") {own} B own, {self.nbytes} B total"
+        )
+        lines = [line]
+        for name, c in zip(self._enc.child_names(self), self.children):
+            lines.append(f"{indent}  {name}: " + c.tree(indent + "  ").lstrip())
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<vortex_io.Array {self.tree()}>"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return (
+            f"<b>vortex_io.Array</b> {html.escape(repr(self.dtype))}, {self._len} rows, "
+            f"{self.nbytes:,} bytes encoded<pre>{html.escape(self.tree())}</pre>"
+        )
+
+
+# -- deserialization parts ---------------------------------------------------------------
+
+
+class ArrayParts:
+    """What a node carries on the wire, handed to ``Encoding.build`` during decoding."""
+
+    __slots__ = ("_builder", "_children", "buffers", "depth", "encoding_id", "metadata", "stats")
+
+    def __init__(self, encoding_id, metadata, buffers, children, builder, stats, depth) -> None:
+        self.encoding_id = encoding_id
+        self.metadata = metadata
+        self.buffers = buffers
+        self._children = children
+        self._builder = builder
+        self.stats = stats
+        self.depth = depth
+
+    @property
+    def nchildren(self) -> int:
+        return len(self._children)
+
+    def child(self, i: int, dtype: dt.DType, length: int) -> Array:
+        """Decode child ``i`` with the dtype and length its parent derived for it."""
+        if not 0 <= i < len(self._children):
+            raise MalformedStreamError(
+                f"{self.encoding_id}: child {i} is missing ({len(self._children)} present)"
+            )
+        if length < 0:
+            raise MalformedStreamError(f"{self.encoding_id}: child {i} has negative length")
+        return self._builder(self._children[i], dtype, length, self.depth + 1)
+
+    @property
+    def limits(self) -> ReaderLimits:
+        return getattr(self._builder, "limits", DEFAULT_LIMITS)
+
+
+# -- encodings ---------------------------------------------------------------------------
+
+
+class Encoding:
+    """What an encoding ID means: how to read, validate, decode and describe its nodes.
+
+    Subclass it, set ``id``, implement ``child_specs`` (the dtype and length of each
+    child, derived from the node) and ``canonicalize`` or ``to_arrow``, then
+    ``register_encoding`` it.
+    """
+
+    id: ClassVar[str] = ""
+    canonical: ClassVar[bool] = False
+    #: required alignment exponent of each buffer (None: the encoding decides per node)
+    buffer_alignment: ClassVar[int] = 0
+
+    # -- reading ---------------------------------------------------------------------
+    def parse_metadata(self, raw: bytes, dtype: dt.DType, length: int) -> Any:
+        """Parse (and validate) the metadata bytes; the result is cached as ``array.meta``."""
+        return None
+
+    def check_dtype(self, dtype: dt.DType) -> None:
+        """Raise ``MalformedStreamError`` if this encoding cannot hold ``dtype``."""
+
+    def child_specs(
+        self, dtype: dt.DType, length: int, meta: Any, parts: ArrayParts
+    ) -> list[tuple[dt.DType, int]]:
+        """(dtype, length) of each child present in ``parts``, in wire order."""
+        if parts.nchildren:
+            raise MalformedStreamError(f"{self.id} takes no children, got {parts.nchildren}")
+        return []
+
+    def nbuffers(self, dtype: dt.DType, meta: Any) -> tuple[int, int]:
+        """(min, max) number of buffers a node may carry."""
+        return (0, 0)
+
+    def build(self, parts: ArrayParts, dtype: dt.DType, length: int) -> Array:
+        """Build a node read off the wire. The default covers most encodings."""
+        self.check_dtype(dtype)
+        meta = self.parse_metadata(parts.metadata, dtype, length)
+        lo, hi = self.nbuffers(dtype, meta)
+        nb = len(parts.buffers)
+        if not lo <= nb <= hi:
+            want = str(lo) if lo == hi else f"{lo}..{hi}"
+            raise MalformedStreamError(f"{self.id} takes {want} buffers, got {nb}")
+        specs = self.child_specs(dtype, length, meta, parts)
+        if len(specs) != parts.nchildren:
+            raise MalformedStreamError(
+                f"{self.id} has {parts.nchildren} children, expected {len(specs)}"
+            )
+        children = [parts.child(i, d, n) for i, (d, n) in enumerate(specs)]
+        arr = Array(self, dtype, length, metadata=parts.metadata, buffers=parts.buffers,
+                    children=children, stats=parts.stats)
+        arr._cache["meta"] = meta
+        self.validate(arr, parts.limits)
+        return arr
+
+    def validate(self, arr: Array, limits: ReaderLimits) -> None:
+        """Check buffers against metadata, dtype and length (cheap: no decoding)."""
+
+    # -- writing ---------------------------------------------------------------------
+    def buffer_alignments(self, arr: Array) -> list[int]:
+        """Alignment exponent of each buffer, as declared on the wire."""
+        return [self.buffer_alignment] * len(arr.buffers)
+
+    # -- decoding --------------------------------------------------------------------
+    def canonicalize(self, arr: Array) -> Array:
+        """Decode to a canonical array. The default goes through Arrow."""
+        from .arrow import from_arrow
+
+        return from_arrow(self.to_arrow(arr), dtype=arr.dtype)
+
+    def to_arrow(self, arr: Array) -> Any:
+        if type(self).canonicalize is Encoding.canonicalize:
+            raise NotImplementedError(f"{self.id} implements neither canonicalize nor to_arrow")
+        return arr.canonical().to_arrow()
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        """Rows ``[start, stop)``; encodings override this with cheap views."""
+        return arr.canonical().slice(start, stop)
+
+    def struct_field(self, arr: Array, name: str) -> Array:
+        return arr.canonical().field(name)
+
+    # -- display ---------------------------------------------------------------------
+    def describe(self, arr: Array) -> str:
+        return ""
+
+    def child_names(self, arr: Array) -> list[str]:
+        return [f"child{i}" for i in range(len(arr.children))]
+
+    def __repr__(self) -> str:
+        return f"<Encoding {self.id}>"
+
+
+def check_decoded_size(nbytes: int, what: str, limits: ReaderLimits = DEFAULT_LIMITS) -> None:
+    """Refuse to materialize more than ``limits.max_decoded_bytes``."""
+    if nbytes > limits.max_decoded_bytes:
+        raise LimitExceededError(
+            f"{what} would decode to {nbytes} bytes, over the limit of {limits.max_decoded_bytes}"
+        )

@@ -1,0 +1,282 @@
+"""The Arrow bridge: Vortex dtypes <-> Arrow types, and Arrow data -> Vortex arrays.
+
+Conversions are zero-copy wherever the layouts agree (primitive values, validity bitmaps,
+string offsets and data, views). The Vortex -> Arrow direction lives on each canonical
+encoding (``Array.to_arrow``); this module holds the type mapping and ``from_arrow``.
+
+Arrow -> Vortex, by Arrow type: ``string``/``large_string`` -> ``vortex.varbin``,
+``string_view`` -> ``vortex.varbinview``, ``list``/``large_list`` -> ``vortex.list``,
+``list_view`` -> ``vortex.listview``, ``fixed_size_list``, ``struct``, ``decimal*``,
+temporal types -> ``vortex.ext`` over integer storage, ``dictionary`` -> decoded values.
+
+Vortex -> Arrow, by dtype (the same for every chunk, so streams have one schema):
+Utf8 -> ``string``, Binary -> ``binary``, List -> ``list``, Decimal -> ``decimal128``
+(``decimal256`` above precision 38), timestamps/dates/times -> their Arrow types; other
+extensions -> their storage type.
+
+>>> import pyarrow as pa
+>>> from vortex_io.arrow import from_arrow
+>>> a = from_arrow(pa.array(["a", None, "ccc"]))
+>>> a.encoding, a.dtype
+('vortex.varbin', utf8?)
+>>> a.to_arrow().to_pylist()
+['a', None, 'ccc']
+"""
+
+from __future__ import annotations
+
+import decimal as _decimal
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from . import dtype as dt
+from .array import Array
+from .errors import UnsupportedError
+
+__all__ = ["dtype_to_arrow", "dtype_from_arrow", "from_arrow", "to_arrow_schema"]
+
+_PRIM_TO_ARROW = {
+    dt.PType.U8: pa.uint8(),
+    dt.PType.U16: pa.uint16(),
+    dt.PType.U32: pa.uint32(),
+    dt.PType.U64: pa.uint64(),
+    dt.PType.I8: pa.int8(),
+    dt.PType.I16: pa.int16(),
+    dt.PType.I32: pa.int32(),
+    dt.PType.I64: pa.int64(),
+    dt.PType.F16: pa.float16(),
+    dt.PType.F32: pa.float32(),
+    dt.PType.F64: pa.float64(),
+}
+_ARROW_TO_PRIM = {v: k for k, v in _PRIM_TO_ARROW.items()}
+
+
+def dtype_to_arrow(d: dt.DType) -> pa.DataType:
+    """The Arrow type that arrays of dtype ``d`` convert to."""
+    if isinstance(d, dt.Null):
+        return pa.null()
+    if isinstance(d, dt.Bool):
+        return pa.bool_()
+    if isinstance(d, dt.Primitive):
+        return _PRIM_TO_ARROW[d.ptype]
+    if isinstance(d, dt.Decimal):
+        return pa.decimal128(d.precision, d.scale) if d.precision <= 38 else pa.decimal256(
+            d.precision, d.scale)
+    if isinstance(d, dt.Utf8):
+        return pa.string()
+    if isinstance(d, dt.Binary):
+        return pa.binary()
+    if isinstance(d, dt.Struct):
+        return pa.struct([pa.field(n, dtype_to_arrow(c), c.nullable) for n, c in zip(d.names, d.dtypes)])
+    if isinstance(d, dt.List):
+        return pa.list_(pa.field("item", dtype_to_arrow(d.element), d.element.nullable))
+    if isinstance(d, dt.FixedSizeList):
+        return pa.list_(pa.field("item", dtype_to_arrow(d.element), d.element.nullable), d.size)
+    if isinstance(d, dt.Extension):
+        if d.id == dt.TIMESTAMP_ID:
+            return pa.timestamp(d.unit.arrow, d.tz)
+        if d.id == dt.DATE_ID:
+            return pa.date32() if d.unit == dt.TimeUnit.D else pa.date64()
+        if d.id == dt.TIME_ID:
+            u = d.unit
+            return pa.time32(u.arrow) if u in (dt.TimeUnit.S, dt.TimeUnit.MS) else pa.time64(u.arrow)
+        return dtype_to_arrow(d.storage)
+    raise UnsupportedError(f"no Arrow type for {d!r}")
+
+
+def to_arrow_schema(d: dt.DType) -> pa.Schema:
+    """The Arrow schema of a struct dtype (record batches of a stream)."""
+    if not isinstance(d, dt.Struct):
+        return pa.schema([pa.field("values", dtype_to_arrow(d), d.nullable)])
+    return pa.schema([pa.field(n, dtype_to_arrow(c), c.nullable) for n, c in zip(d.names, d.dtypes)])
+
+
+def dtype_from_arrow(t: Any, nullable: bool = True) -> dt.DType:
+    """The Vortex dtype of an Arrow type, field or schema."""
+    if isinstance(t, pa.Schema):
+        return dt.Struct(t.names, [dtype_from_arrow(f.type, f.nullable) for f in t], False)
+    if isinstance(t, pa.Field):
+        return dtype_from_arrow(t.type, t.nullable)
+    if pa.types.is_null(t):
+        return dt.Null()
+    if pa.types.is_boolean(t):
+        return dt.Bool(nullable)
+    if t in _ARROW_TO_PRIM:
+        return dt.Primitive(_ARROW_TO_PRIM[t], nullable)
+    if pa.types.is_decimal(t):
+        return dt.Decimal(t.precision, t.scale, nullable)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return dt.Utf8(nullable)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return dt.Binary(nullable)
+    if pa.types.is_struct(t):
+        return dt.Struct([f.name for f in t], [dtype_from_arrow(f.type, f.nullable) for f in t],
+                         nullable)
+    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t)
+            or pa.types.is_large_list_view(t)):
+        return dt.List(dtype_from_arrow(t.value_field), nullable)
+    if pa.types.is_fixed_size_list(t):
+        return dt.FixedSizeList(dtype_from_arrow(t.value_field), t.list_size, nullable)
+    if pa.types.is_timestamp(t):
+        return dt.timestamp(t.unit, t.tz, nullable)
+    if pa.types.is_date32(t):
+        return dt.date("D", nullable)
+    if pa.types.is_date64(t):
+        return dt.date("ms", nullable)
+    if pa.types.is_time(t):
+        return dt.time(t.unit, nullable)
+    if pa.types.is_dictionary(t):
+        return dtype_from_arrow(t.value_type, nullable)
+    raise UnsupportedError(f"Arrow type {t} has no Vortex equivalent")
+
+
+# -- data ----------------------------------------------------------------------------------
+
+
+def _np(buf: pa.Buffer | None) -> np.ndarray:
+    if buf is None:
+        return np.zeros(0, dtype=np.uint8)
+    return np.frombuffer(buf, dtype=np.uint8)
+
+
+def _validity(a: pa.Array, d: dt.DType) -> Array | None:
+    from .encodings.bool_ import bool_array_from_bits
+    from .encodings.constant import constant_array
+
+    n = len(a)
+    nulls = a.null_count
+    if nulls and not d.nullable:
+        raise ValueError(f"column has {nulls} nulls but its dtype {d!r} is not nullable")
+    if nulls == 0:
+        return None
+    if nulls == n:
+        return constant_array(False, n, dt.Bool())
+    bits = _np(a.buffers()[0])
+    off = a.offset
+    return bool_array_from_bits(bits[off >> 3 : (off + n + 7) >> 3], off & 7, n)
+
+
+def from_arrow(obj: Any, dtype: dt.DType | None = None) -> Array:
+    """A Vortex array over Arrow data (Array, ChunkedArray, RecordBatch, Table).
+
+    ``dtype`` overrides the inferred dtype (to choose nullability, say); it must describe
+    the same values. Tables and record batches become non-nullable struct arrays.
+    """
+    from .encodings.chunked import chunked_array
+
+    if isinstance(obj, pa.Table):
+        d = dtype if dtype is not None else dtype_from_arrow(obj.schema)
+        return chunked_array([_from_batch(b, d) for b in obj.to_batches()], d)
+    if isinstance(obj, pa.RecordBatch):
+        return _from_batch(obj, dtype if dtype is not None else dtype_from_arrow(obj.schema))
+    if isinstance(obj, pa.ChunkedArray):
+        d = dtype if dtype is not None else dtype_from_arrow(obj.type, True)
+        return chunked_array([_from_array(c, d) for c in obj.chunks], d)
+    if isinstance(obj, pa.Array):
+        return _from_array(obj, dtype if dtype is not None else dtype_from_arrow(obj.type, True))
+    raise TypeError(f"cannot convert {type(obj).__name__} from Arrow")
+
+
+def _from_batch(b: pa.RecordBatch, d: dt.DType) -> Array:
+    from .encodings.struct_ import struct_array
+
+    if not isinstance(d, dt.Struct) or len(d.dtypes) != b.num_columns:
+        raise ValueError(f"record batch with {b.num_columns} columns does not match {d!r}")
+    fields = [_from_array(b.column(i), fd) for i, fd in enumerate(d.dtypes)]
+    return struct_array(d, b.num_rows, fields)
+
+
+def _from_array(a: pa.Array, d: dt.DType) -> Array:
+    from .encodings.bool_ import bool_array_from_bits
+    from .encodings.decimal import decimal_array
+    from .encodings.ext import ext_array
+    from .encodings.fixed_size_list import fixed_size_list_array
+    from .encodings.list_ import list_array
+    from .encodings.listview import listview_array
+    from .encodings.null import null_array
+    from .encodings.primitive import primitive_array
+    from .encodings.struct_ import struct_array
+    from .encodings.varbin import varbin_array
+    from .encodings.varbinview import varbinview_array
+
+    t = a.type
+    n = len(a)
+    off = a.offset
+    if pa.types.is_dictionary(t):
+        return _from_array(a.dictionary_decode(), d)
+    if isinstance(t, pa.ExtensionType):
+        raise UnsupportedError(f"Arrow extension type {t} is not supported")
+    if isinstance(d, dt.Extension):
+        storage_t = dtype_to_arrow(d.storage)
+        return ext_array(d, _from_array(a.view(storage_t) if a.type != storage_t else a, d.storage))
+    if isinstance(d, dt.Null):
+        return null_array(n)
+    v = _validity(a, d)
+    bufs = a.buffers()
+    if isinstance(d, dt.Bool):
+        bits = _np(bufs[1])
+        return bool_array_from_bits(bits[off >> 3 : (off + n + 7) >> 3], off & 7, n, v, d.nullable)
+    if isinstance(d, dt.Primitive):
+        w = d.ptype.byte_width
+        if t != _PRIM_TO_ARROW[d.ptype]:
+            raise ValueError(f"Arrow {t} does not match {d!r}")
+        raw = _np(bufs[1])[off * w : (off + n) * w]
+        return primitive_array(raw.view(d.ptype.np_dtype), v, nullable=d.nullable)
+    if isinstance(d, dt.Decimal):
+        w = t.byte_width
+        return decimal_array(d, _np(bufs[1])[off * w : (off + n) * w], w, v)
+    if isinstance(d, (dt.Utf8, dt.Binary)):
+        if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+            views = _np(bufs[1])[off * 16 : (off + n) * 16]
+            return varbinview_array(d, views, [_np(b) for b in bufs[2:]], v)
+        large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+        ot = np.dtype("<i8") if large else np.dtype("<i4")
+        if n == 0 and bufs[1] is None:
+            offsets = np.zeros(1, dtype=ot)
+        else:
+            offsets = _np(bufs[1]).view(ot)[off : off + n + 1]
+        return varbin_array(d, primitive_array(offsets), _np(bufs[2]), v)
+    if isinstance(d, dt.List):
+        if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+            ot = np.dtype("<i8") if pa.types.is_large_list_view(t) else np.dtype("<i4")
+            offs = _np(bufs[1]).view(ot)[off : off + n]
+            sizes = _np(bufs[2]).view(ot)[off : off + n]
+            return listview_array(d, _from_array(a.values, d.element), primitive_array(offs),
+                                  primitive_array(sizes), v)
+        ot = np.dtype("<i8") if pa.types.is_large_list(t) else np.dtype("<i4")
+        if n == 0 and bufs[1] is None:
+            offs = np.zeros(1, dtype=ot)
+        else:
+            offs = _np(bufs[1]).view(ot)[off : off + n + 1]
+        return list_array(d, _from_array(a.values, d.element), primitive_array(offs), v)
+    if isinstance(d, dt.FixedSizeList):
+        s = d.size
+        elems = a.values.slice(off * s, n * s)
+        return fixed_size_list_array(d, n, _from_array(elems, d.element), v)
+    if isinstance(d, dt.Struct):
+        fields = [_from_array(a.field(i), fd) for i, fd in enumerate(d.dtypes)]
+        return struct_array(d, n, fields, v)
+    raise UnsupportedError(f"cannot convert Arrow {t} to {d!r}")
+
+
+def python_value_to_arrow(d: dt.DType, v: Any, t: pa.DataType) -> pa.Scalar:
+    """An Arrow scalar for a Python value of dtype ``d`` (as held by a Vortex Scalar)."""
+    return pa.scalar(_arrowable(d, v), type=t)
+
+
+def _arrowable(d: dt.DType, v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(d, dt.Extension):
+        return v if d.is_temporal else _arrowable(d.storage, v)
+    if isinstance(d, dt.Decimal):
+        return _decimal.Decimal(v).scaleb(-d.scale)
+    if isinstance(d, dt.Primitive) and d.ptype == dt.PType.F16:
+        return np.float16(v)
+    if isinstance(d, dt.Struct):
+        return {n: _arrowable(fd, x) for n, fd, x in zip(d.names, d.dtypes, v)}
+    if isinstance(d, (dt.List, dt.FixedSizeList)):
+        return [_arrowable(d.element, x) for x in v]
+    return v

@@ -1,0 +1,108 @@
+"""Helpers shared by encodings: validity children, bit buffers, typed buffer access."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array, typed_view
+from ..errors import MalformedStreamError
+
+BOOL = dt.Bool(False)
+
+
+def validity_spec(enc_id: str, dtype: dt.DType, length: int, nchildren: int, base: int
+                  ) -> list[tuple[dt.DType, int]]:
+    """The optional validity child after ``base`` required children."""
+    if nchildren == base:
+        return []
+    if nchildren == base + 1:
+        if not dtype.nullable:
+            raise MalformedStreamError(f"{enc_id}: validity child on a non-nullable {dtype!r}")
+        return [(BOOL, length)]
+    raise MalformedStreamError(
+        f"{enc_id}: {nchildren} children, expected {base} or {base + 1} (with validity)"
+    )
+
+
+def unpack_bits(buf: np.ndarray, offset: int, n: int) -> np.ndarray:
+    """``n`` LSB-first bits starting at bit ``offset`` of ``buf``, as a bool array."""
+    first = offset >> 3
+    last = (offset + n + 7) >> 3
+    if buf.nbytes < last:
+        raise MalformedStreamError(f"bit buffer of {buf.nbytes} bytes is too short for {offset}+{n} bits")
+    bits = np.unpackbits(buf[first:last], bitorder="little")
+    s = offset & 7
+    return bits[s : s + n].view(np.bool_)
+
+
+def pack_bits(mask: np.ndarray) -> np.ndarray:
+    """A bool array as an LSB-first bit buffer (uint8)."""
+    return np.packbits(np.asarray(mask, dtype=np.bool_), bitorder="little")
+
+
+def validity_mask(v: Array | None, n: int) -> np.ndarray | None:
+    """True where valid; None when all are valid."""
+    if v is None:
+        return None
+    from .bool_ import bool_values_or_const
+
+    m = bool_values_or_const(v)
+    if isinstance(m, bool):
+        return None if m else np.zeros(n, dtype=np.bool_)
+    return m
+
+
+def arrow_validity(v: Array | None, n: int) -> tuple[Any, int]:
+    """(Arrow validity bitmap at offset 0 or None, null count or -1 if unknown)."""
+    import pyarrow as pa
+
+    if v is None:
+        return None, 0
+    from .bool_ import bool_bitmap_or_const
+
+    res = bool_bitmap_or_const(v)
+    if isinstance(res, bool):
+        if res:
+            return None, 0
+        return pa.py_buffer(np.zeros((n + 7) >> 3, dtype=np.uint8)), n
+    return pa.py_buffer(res), -1
+
+
+def typed_buffer(arr: Array, i: int, np_dtype: np.dtype, count: int) -> np.ndarray:
+    if i >= len(arr.buffers):
+        raise MalformedStreamError(f"{arr.encoding}: buffer {i} is missing")
+    return typed_view(arr.buffers[i], np_dtype, count, arr.encoding)
+
+
+def canonical_ints(a: Array, what: str) -> np.ndarray:
+    """Decode an integer child (offsets, codes, indices...) to numpy, rejecting nulls."""
+    from .primitive import primitive_values
+
+    c = a.canonical()
+    if not isinstance(c.dtype, dt.Primitive) or not c.dtype.ptype.is_int:
+        raise MalformedStreamError(f"{what} must be integers, not {c.dtype!r}")
+    vals, valid = primitive_values(c)
+    if valid is not None and not valid.all():
+        raise MalformedStreamError(f"{what} contain nulls")
+    return vals
+
+
+def log2_width(ptype: dt.PType) -> int:
+    return {1: 0, 2: 1, 4: 2, 8: 3}[ptype.byte_width]
+
+
+def ptype_of(value: int, name: str) -> dt.PType:
+    try:
+        return dt.PType(value)
+    except ValueError:
+        raise MalformedStreamError(f"{name}: unknown primitive type {value}") from None
+
+
+def int_ptype_of(value: int, name: str) -> dt.PType:
+    p = ptype_of(value, name)
+    if not p.is_int:
+        raise MalformedStreamError(f"{name}: {p.short} is not an integer type")
+    return p

@@ -1,0 +1,80 @@
+"""``vortex.chunked``: chunk offsets (u64, nchunks + 1) then the chunks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..errors import MalformedStreamError
+from ._common import canonical_ints
+
+U64 = dt.Primitive(dt.PType.U64)
+
+
+class ChunkedEncoding(Encoding):
+    id = "vortex.chunked"
+
+    def build(self, parts: ArrayParts, dtype: dt.DType, length: int) -> Array:
+        if parts.buffers:
+            raise MalformedStreamError("vortex.chunked takes no buffers")
+        if parts.nchildren < 1:
+            raise MalformedStreamError("vortex.chunked needs a chunk-offsets child")
+        nchunks = parts.nchildren - 1
+        offsets_arr = parts.child(0, U64, nchunks + 1)
+        offs = canonical_ints(offsets_arr, "vortex.chunked offsets").astype(np.uint64)
+        if offs[0] != 0 or int(offs[-1]) != length or (nchunks and (offs[1:] < offs[:-1]).any()):
+            raise MalformedStreamError(
+                f"vortex.chunked offsets must rise from 0 to the length {length}"
+            )
+        chunks = [parts.child(i + 1, dtype, int(offs[i + 1] - offs[i])) for i in range(nchunks)]
+        return Array(self, dtype, length, children=[offsets_arr, *chunks], stats=parts.stats)
+
+    def chunks(self, arr: Array) -> tuple[Array, ...]:
+        return arr.children[1:]
+
+    def to_arrow(self, arr: Array) -> Any:
+        import pyarrow as pa
+
+        parts = []
+        for c in self.chunks(arr):
+            a = c.to_arrow()
+            parts.extend(a.chunks if isinstance(a, pa.ChunkedArray) else [a])
+        return pa.chunked_array(parts, type=arr.dtype.to_arrow() if not parts else parts[0].type)
+
+    def canonicalize(self, arr: Array) -> Array:
+        from ..arrow import from_arrow
+
+        return from_arrow(self.to_arrow(arr).combine_chunks(), dtype=arr.dtype)
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        out = []
+        pos = 0
+        for c in self.chunks(arr):
+            lo, hi = max(start - pos, 0), min(stop - pos, len(c))
+            if lo < hi:
+                out.append(c.slice(lo, hi))
+            pos += len(c)
+        return chunked_array(out, arr.dtype)
+
+    def struct_field(self, arr: Array, name: str) -> Array:
+        return chunked_array([c.field(name) for c in self.chunks(arr)], arr.dtype.field(name))
+
+    def describe(self, arr: Array) -> str:
+        return f"{len(arr.children) - 1} chunks"
+
+    def child_names(self, arr: Array) -> list[str]:
+        return ["chunk_offsets"] + [f"chunk{i}" for i in range(len(arr.children) - 1)]
+
+
+CHUNKED = register_encoding(ChunkedEncoding())
+
+
+def chunked_array(chunks: list[Array], dtype: dt.DType) -> Array:
+    from .primitive import primitive_array
+
+    offs = np.zeros(len(chunks) + 1, dtype=np.uint64)
+    np.cumsum([len(c) for c in chunks], out=offs[1:])
+    return Array(CHUNKED, dtype, int(offs[-1]), children=[primitive_array(offs), *chunks])

@@ -1,0 +1,101 @@
+"""``vortex.constant``: one scalar repeated n times (buffer 0 holds its ScalarValue)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import dtype as dt
+from ..array import Array, Encoding, check_decoded_size, register_encoding
+from ..errors import MalformedStreamError
+from ..scalar import Scalar, value_from_proto, value_to_proto
+
+
+def _estimate_width(d: dt.DType) -> int:
+    """Rough decoded bytes per row, for the expansion limit."""
+    if isinstance(d, dt.Extension):
+        return _estimate_width(d.storage)
+    if isinstance(d, dt.Primitive):
+        return d.ptype.byte_width
+    if isinstance(d, dt.Decimal):
+        return 16
+    if isinstance(d, dt.Struct):
+        return sum(_estimate_width(x) for x in d.dtypes) + 1
+    if isinstance(d, dt.FixedSizeList):
+        return d.size * _estimate_width(d.element) + 1
+    if isinstance(d, (dt.Utf8, dt.Binary, dt.List)):
+        return 4
+    return 1
+
+
+class ConstantEncoding(Encoding):
+    id = "vortex.constant"
+
+    def nbuffers(self, dtype, meta) -> tuple[int, int]:
+        return (1, 1)
+
+    def validate(self, arr: Array, limits) -> None:
+        v = constant_value(arr)
+        width = _estimate_width(arr.dtype)
+        if isinstance(v, (str, bytes)):
+            width += len(v)
+        elif isinstance(v, list):
+            width += 8 * len(v)
+        check_decoded_size(width * len(arr), f"vortex.constant of {len(arr)} rows", limits)
+
+    def to_arrow(self, arr: Array) -> Any:
+        import pyarrow as pa
+
+        v = constant_value(arr)
+        t = arr.dtype.to_arrow()
+        n = len(arr)
+        if v is None:
+            return pa.nulls(n, type=t)
+        from ..arrow import python_value_to_arrow
+
+        return pa.repeat(python_value_to_arrow(arr.dtype, v, t), n)
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        a = Array(self, arr.dtype, stop - start, buffers=arr.buffers)
+        if "value" in arr._cache:
+            a._cache["value"] = arr._cache["value"]
+        return a
+
+    def describe(self, arr: Array) -> str:
+        try:
+            r = repr(constant_value(arr))
+        except Exception as e:  # pragma: no cover - display only
+            r = f"<{e}>"
+        return "value=" + (r if len(r) < 40 else r[:37] + "...")
+
+
+CONSTANT = register_encoding(ConstantEncoding())
+
+
+def constant_value(arr: Array) -> Any:
+    """The Python value of a ``vortex.constant`` array (cached)."""
+    if "value" not in arr._cache:
+        raw = arr.buffers[0]
+        if raw.nbytes == 0:
+            if not arr.dtype.nullable:
+                raise MalformedStreamError("vortex.constant: empty scalar for a non-nullable dtype")
+            v = None
+        else:
+            v = value_from_proto(arr.dtype, raw)
+        arr._cache["value"] = v
+    return arr._cache["value"]
+
+
+def constant_array(scalar: Scalar | Any, length: int, dtype: dt.DType | None = None) -> Array:
+    """A ``vortex.constant`` array of ``length`` copies of a scalar (or a value and dtype)."""
+    import numpy as np
+
+    if isinstance(scalar, Scalar):
+        dtype, value = scalar.dtype, scalar.value
+    else:
+        value = scalar
+        if dtype is None:
+            raise ValueError("constant_array needs a dtype for a plain value")
+    raw = value_to_proto(dtype, value)
+    a = Array(CONSTANT, dtype, length, buffers=[np.frombuffer(raw, dtype=np.uint8)])
+    a._cache["value"] = value
+    return a

@@ -1,0 +1,45 @@
+"""``vortex.ext``: an extension-typed array stored as its storage array."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..errors import MalformedStreamError
+
+
+class ExtEncoding(Encoding):
+    id = "vortex.ext"
+    canonical = True
+
+    def check_dtype(self, dtype: dt.DType) -> None:
+        if not isinstance(dtype, dt.Extension):
+            raise MalformedStreamError(f"vortex.ext cannot hold {dtype!r}")
+
+    def child_specs(self, dtype: dt.Extension, length, meta, parts: ArrayParts):
+        return [(dtype.storage, length)]
+
+    def to_arrow(self, arr: Array) -> Any:
+        import pyarrow as pa
+
+        storage = arr.children[0].to_arrow()
+        target = arr.dtype.to_arrow()
+        if storage.type == target:
+            return storage
+        if isinstance(storage, pa.ChunkedArray):
+            return pa.chunked_array([c.view(target) for c in storage.chunks], type=target)
+        return storage.view(target)
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        return Array(self, arr.dtype, stop - start, children=[arr.children[0].slice(start, stop)])
+
+    def child_names(self, arr: Array) -> list[str]:
+        return ["storage"]
+
+
+EXT = register_encoding(ExtEncoding())
+
+
+def ext_array(dtype: dt.Extension, storage: Array) -> Array:
+    return Array(EXT, dtype, len(storage), children=[storage])

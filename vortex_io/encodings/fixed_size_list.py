@@ -1,0 +1,52 @@
+"""``vortex.fixed_size_list``: elements (n x size), optional validity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..errors import MalformedStreamError
+from ._common import arrow_validity, validity_spec
+
+
+class FixedSizeListEncoding(Encoding):
+    id = "vortex.fixed_size_list"
+    canonical = True
+
+    def check_dtype(self, dtype: dt.DType) -> None:
+        if not isinstance(dtype, dt.FixedSizeList):
+            raise MalformedStreamError(f"vortex.fixed_size_list cannot hold {dtype!r}")
+
+    def child_specs(self, dtype: dt.FixedSizeList, length, meta, parts: ArrayParts):
+        return [(dtype.element, length * dtype.size),
+                *validity_spec(self.id, dtype, length, parts.nchildren, 1)]
+
+    def to_arrow(self, arr: Array) -> Any:
+        import pyarrow as pa
+
+        n = len(arr)
+        elems = arr.children[0].to_arrow()
+        if isinstance(elems, pa.ChunkedArray):
+            elems = elems.combine_chunks()
+        t = pa.list_(pa.field("item", elems.type, arr.dtype.element.nullable), arr.dtype.size)
+        validity, nulls = arrow_validity(arr.children[1] if len(arr.children) > 1 else None, n)
+        return pa.Array.from_buffers(t, n, [validity], null_count=nulls, children=[elems])
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        s = arr.dtype.size
+        v = arr.children[1].slice(start, stop) if len(arr.children) > 1 else None
+        return Array(self, arr.dtype, stop - start,
+                     children=[arr.children[0].slice(start * s, stop * s), *([v] if v is not None else [])])
+
+    def child_names(self, arr: Array) -> list[str]:
+        return ["elements", "validity"]
+
+
+FIXED_SIZE_LIST = register_encoding(FixedSizeListEncoding())
+
+
+def fixed_size_list_array(dtype: dt.FixedSizeList, length: int, elements: Array,
+                          validity: Array | None = None) -> Array:
+    return Array(FIXED_SIZE_LIST, dtype, length,
+                 children=[elements, *([validity] if validity is not None else [])])

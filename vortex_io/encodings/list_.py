@@ -1,0 +1,80 @@
+"""``vortex.list``: elements, offsets (n + 1), optional validity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..errors import MalformedStreamError
+from ..proto import ProtoWriter, parse
+from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_spec
+from .varbin import arrow_offsets, check_offsets
+
+
+class ListEncoding(Encoding):
+    id = "vortex.list"
+    canonical = True
+
+    def check_dtype(self, dtype: dt.DType) -> None:
+        if not isinstance(dtype, dt.List):
+            raise MalformedStreamError(f"vortex.list cannot hold {dtype!r}")
+
+    def parse_metadata(self, raw, dtype, length) -> tuple[int, dt.PType]:
+        f = parse(raw, "ListMetadata")
+        return f.get_uint(1, 0), int_ptype_of(f.get_uint(2, 0), "vortex.list offsets")
+
+    def child_specs(self, dtype: dt.List, length, meta, parts: ArrayParts):
+        elements_len, optype = meta
+        return [(dtype.element, elements_len), (dt.Primitive(optype), length + 1),
+                *validity_spec(self.id, dtype, length, parts.nchildren, 2)]
+
+    def offsets(self, arr: Array) -> np.ndarray:
+        try:
+            return arr._cache["offsets"]
+        except KeyError:
+            o = canonical_ints(arr.children[1], "vortex.list offsets")
+            check_offsets(o, len(arr.children[0]), "vortex.list")
+            arr._cache["offsets"] = o
+            return o
+
+    def to_arrow(self, arr: Array) -> Any:
+        import pyarrow as pa
+
+        n = len(arr)
+        offs, large = arrow_offsets(self.offsets(arr))
+        elems = arr.children[0].to_arrow()
+        if isinstance(elems, pa.ChunkedArray):
+            elems = elems.combine_chunks()
+        field = pa.field("item", elems.type, arr.dtype.element.nullable)
+        t = pa.large_list(field) if large else pa.list_(field)
+        validity, nulls = arrow_validity(arr.children[2] if len(arr.children) > 2 else None, n)
+        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(offs)], null_count=nulls,
+                                     children=[elems])
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        v = arr.children[2].slice(start, stop) if len(arr.children) > 2 else None
+        return Array(self, arr.dtype, stop - start, metadata=arr.metadata,
+                     children=[arr.children[0], arr.children[1].slice(start, stop + 1),
+                               *([v] if v is not None else [])])
+
+    def describe(self, arr: Array) -> str:
+        return f"offsets={arr.meta[1].short}"
+
+    def child_names(self, arr: Array) -> list[str]:
+        return ["elements", "offsets", "validity"]
+
+
+LIST = register_encoding(ListEncoding())
+
+
+def list_array(dtype: dt.List, elements: Array, offsets: Array, validity: Array | None = None
+               ) -> Array:
+    p = offsets.dtype.ptype
+    meta = ProtoWriter().varint(1, len(elements)).varint(2, int(p)).finish()
+    a = Array(LIST, dtype, len(offsets) - 1, metadata=meta,
+              children=[elements, offsets, *([validity] if validity is not None else [])])
+    a._cache["meta"] = (len(elements), p)
+    return a

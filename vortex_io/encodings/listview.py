@@ -1,0 +1,82 @@
+"""``vortex.listview``: elements, offsets (n), sizes (n), optional validity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..errors import MalformedStreamError
+from ..proto import ProtoWriter, parse
+from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_spec
+from .varbin import arrow_offsets
+
+
+class ListViewEncoding(Encoding):
+    id = "vortex.listview"
+    canonical = True
+
+    def check_dtype(self, dtype: dt.DType) -> None:
+        if not isinstance(dtype, dt.List):
+            raise MalformedStreamError(f"vortex.listview cannot hold {dtype!r}")
+
+    def parse_metadata(self, raw, dtype, length):
+        f = parse(raw, "ListViewMetadata")
+        return (f.get_uint(1, 0), int_ptype_of(f.get_uint(2, 0), "vortex.listview offsets"),
+                int_ptype_of(f.get_uint(3, 0), "vortex.listview sizes"))
+
+    def child_specs(self, dtype: dt.List, length, meta, parts: ArrayParts):
+        elements_len, optype, sptype = meta
+        return [(dtype.element, elements_len), (dt.Primitive(optype), length),
+                (dt.Primitive(sptype), length),
+                *validity_spec(self.id, dtype, length, parts.nchildren, 3)]
+
+    def to_arrow(self, arr: Array) -> Any:
+        import pyarrow as pa
+
+        n = len(arr)
+        offs = canonical_ints(arr.children[1], "vortex.listview offsets").astype(np.int64)
+        sizes = canonical_ints(arr.children[2], "vortex.listview sizes").astype(np.int64)
+        nel = len(arr.children[0])
+        if ((offs < 0) | (sizes < 0) | (offs + sizes > nel)).any():
+            raise MalformedStreamError("vortex.listview: a list view falls outside its elements")
+        elems = arr.children[0].to_arrow()
+        if isinstance(elems, pa.ChunkedArray):
+            elems = elems.combine_chunks()
+        new_offs = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(sizes, out=new_offs[1:])
+        if n and (offs == new_offs[:-1] + offs[0]).all():
+            # already contiguous: slice instead of gathering
+            elems = elems.slice(int(offs[0]), int(new_offs[-1]))
+        else:
+            total = int(new_offs[-1])
+            idx = np.arange(total, dtype=np.int64) - np.repeat(new_offs[:-1] - offs, sizes)
+            elems = elems.take(pa.array(idx))
+        o32, large = arrow_offsets(new_offs)
+        field = pa.field("item", elems.type, arr.dtype.element.nullable)
+        t = pa.large_list(field) if large else pa.list_(field)
+        validity, nulls = arrow_validity(arr.children[3] if len(arr.children) > 3 else None, n)
+        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(o32)], null_count=nulls,
+                                     children=[elems])
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        v = arr.children[3].slice(start, stop) if len(arr.children) > 3 else None
+        return Array(self, arr.dtype, stop - start, metadata=arr.metadata,
+                     children=[arr.children[0], arr.children[1].slice(start, stop),
+                               arr.children[2].slice(start, stop), *([v] if v is not None else [])])
+
+    def child_names(self, arr: Array) -> list[str]:
+        return ["elements", "offsets", "sizes", "validity"]
+
+
+LISTVIEW = register_encoding(ListViewEncoding())
+
+
+def listview_array(dtype: dt.List, elements: Array, offsets: Array, sizes: Array,
+                   validity: Array | None = None) -> Array:
+    meta = (ProtoWriter().varint(1, len(elements)).varint(2, int(offsets.dtype.ptype))
+            .varint(3, int(sizes.dtype.ptype)).finish())
+    return Array(LISTVIEW, dtype, len(offsets), metadata=meta,
+                 children=[elements, offsets, sizes, *([validity] if validity is not None else [])])

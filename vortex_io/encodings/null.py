@@ -1,0 +1,33 @@
+"""``vortex.null``: a run of nulls; no buffers, no children."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import dtype as dt
+from ..array import Array, Encoding, register_encoding
+from ..errors import MalformedStreamError
+
+
+class NullEncoding(Encoding):
+    id = "vortex.null"
+    canonical = True
+
+    def check_dtype(self, dtype: dt.DType) -> None:
+        if not isinstance(dtype, dt.Null):
+            raise MalformedStreamError(f"vortex.null cannot hold {dtype!r}")
+
+    def to_arrow(self, arr: Array) -> Any:
+        import pyarrow as pa
+
+        return pa.nulls(len(arr))
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        return null_array(stop - start)
+
+
+NULL = register_encoding(NullEncoding())
+
+
+def null_array(n: int) -> Array:
+    return Array(NULL, dt.Null(), n)

@@ -1,0 +1,83 @@
+"""``vortex.primitive``: n little-endian values of the dtype's primitive type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..errors import MalformedStreamError
+from ._common import arrow_validity, log2_width, typed_buffer, validity_mask, validity_spec
+
+
+class PrimitiveEncoding(Encoding):
+    id = "vortex.primitive"
+    canonical = True
+
+    def check_dtype(self, dtype: dt.DType) -> None:
+        if not isinstance(dtype, dt.Primitive):
+            raise MalformedStreamError(f"vortex.primitive cannot hold {dtype!r}")
+
+    def nbuffers(self, dtype, meta) -> tuple[int, int]:
+        return (1, 1)
+
+    def child_specs(self, dtype, length, meta, parts: ArrayParts):
+        return validity_spec(self.id, dtype, length, parts.nchildren, 0)
+
+    def validate(self, arr: Array, limits) -> None:
+        need = len(arr) * arr.dtype.ptype.byte_width
+        if arr.buffers[0].nbytes != need:
+            raise MalformedStreamError(
+                f"vortex.primitive buffer is {arr.buffers[0].nbytes} bytes, "
+                f"{len(arr)} x {arr.dtype.ptype.short} needs {need}"
+            )
+
+    def buffer_alignments(self, arr: Array) -> list[int]:
+        return [log2_width(arr.dtype.ptype)]
+
+    def to_arrow(self, arr: Array) -> Any:
+        import pyarrow as pa
+
+        n = len(arr)
+        vals = primitive_raw(arr)
+        validity, nulls = arrow_validity(arr.children[0] if arr.children else None, n)
+        return pa.Array.from_buffers(arr.dtype.to_arrow(), n, [validity, pa.py_buffer(vals)],
+                                     null_count=nulls)
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        w = arr.dtype.ptype.byte_width
+        v = arr.children[0].slice(start, stop) if arr.children else None
+        return Array(self, arr.dtype, stop - start, buffers=[arr.buffers[0][start * w : stop * w]],
+                     children=[v] if v is not None else [])
+
+    def child_names(self, arr: Array) -> list[str]:
+        return ["validity"]
+
+
+PRIMITIVE = register_encoding(PrimitiveEncoding())
+
+
+def primitive_raw(arr: Array) -> np.ndarray:
+    """The values of a canonical primitive array as a typed numpy view (nulls not applied)."""
+    return typed_buffer(arr, 0, arr.dtype.ptype.np_dtype, len(arr))
+
+
+def primitive_values(arr: Array) -> tuple[np.ndarray, np.ndarray | None]:
+    """(values, validity mask or None) of a canonical primitive array."""
+    return primitive_raw(arr), validity_mask(arr.children[0] if arr.children else None, len(arr))
+
+
+def primitive_array(values: np.ndarray, validity: Array | None = None, *,
+                    nullable: bool | None = None, ptype: dt.PType | None = None) -> Array:
+    """A ``vortex.primitive`` array over a numpy array (zero-copy when contiguous)."""
+    values = np.ascontiguousarray(values)
+    p = ptype if ptype is not None else dt.PType.from_numpy(values.dtype)
+    values = values.astype(p.np_dtype, copy=False)
+    if nullable is None:
+        nullable = validity is not None
+    a = Array(PRIMITIVE, dt.Primitive(p, nullable), len(values),
+              buffers=[values.reshape(-1).view(np.uint8)],
+              children=[validity] if validity is not None else [])
+    return a

@@ -1,0 +1,99 @@
+"""``vortex.varbin``: one bytes buffer and an offsets child (n + 1 integers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..errors import MalformedStreamError
+from ..proto import ProtoWriter, parse
+from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_spec
+
+
+def check_offsets(offsets: np.ndarray, data_len: int, what: str) -> None:
+    """Offsets must be non-decreasing and inside the data (vectorized)."""
+    if len(offsets) == 0:
+        raise MalformedStreamError(f"{what}: no offsets")
+    if offsets[0] < 0 or offsets[-1] > data_len:
+        raise MalformedStreamError(
+            f"{what}: offsets [{offsets[0]}, {offsets[-1]}] fall outside {data_len} bytes of data"
+        )
+    if len(offsets) > 1 and bool((offsets[1:] < offsets[:-1]).any()):
+        raise MalformedStreamError(f"{what}: offsets are not monotonic")
+
+
+def arrow_offsets(offsets: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Offsets as int32 when they fit (zero-copy when already int32), else int64; and is_large."""
+    if offsets.dtype == np.int32:
+        return offsets, False
+    if len(offsets) == 0 or int(offsets[-1]) < 2**31:
+        return offsets.astype(np.int32), False
+    return offsets.astype(np.int64), True
+
+
+class VarBinEncoding(Encoding):
+    id = "vortex.varbin"
+    canonical = True
+
+    def check_dtype(self, dtype: dt.DType) -> None:
+        if not isinstance(dtype, (dt.Utf8, dt.Binary)):
+            raise MalformedStreamError(f"vortex.varbin cannot hold {dtype!r}")
+
+    def parse_metadata(self, raw: bytes, dtype, length) -> dt.PType:
+        return int_ptype_of(parse(raw, "VarBinMetadata").get_uint(1, 0), "vortex.varbin offsets")
+
+    def nbuffers(self, dtype, meta) -> tuple[int, int]:
+        return (1, 1)
+
+    def child_specs(self, dtype, length, meta, parts: ArrayParts):
+        return [(dt.Primitive(meta, False), length + 1),
+                *validity_spec(self.id, dtype, length, parts.nchildren, 1)]
+
+    def offsets(self, arr: Array) -> np.ndarray:
+        try:
+            return arr._cache["offsets"]
+        except KeyError:
+            o = canonical_ints(arr.children[0], "vortex.varbin offsets")
+            check_offsets(o, arr.buffers[0].nbytes, "vortex.varbin")
+            arr._cache["offsets"] = o
+            return o
+
+    def to_arrow(self, arr: Array) -> Any:
+        import pyarrow as pa
+
+        n = len(arr)
+        offs, large = arrow_offsets(self.offsets(arr))
+        t = arr.dtype.to_arrow()
+        if large:
+            t = pa.large_string() if isinstance(arr.dtype, dt.Utf8) else pa.large_binary()
+        validity, nulls = arrow_validity(arr.children[1] if len(arr.children) > 1 else None, n)
+        return pa.Array.from_buffers(
+            t, n, [validity, pa.py_buffer(offs), pa.py_buffer(arr.buffers[0])], null_count=nulls)
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        v = arr.children[1].slice(start, stop) if len(arr.children) > 1 else None
+        return Array(self, arr.dtype, stop - start, metadata=arr.metadata, buffers=arr.buffers,
+                     children=[arr.children[0].slice(start, stop + 1), *([v] if v else [])])
+
+    def describe(self, arr: Array) -> str:
+        return f"offsets={arr.meta.short}"
+
+    def child_names(self, arr: Array) -> list[str]:
+        return ["offsets", "validity"]
+
+
+VARBIN = register_encoding(VarBinEncoding())
+
+
+def varbin_array(dtype: dt.DType, offsets: Array, data: np.ndarray, validity: Array | None = None
+                 ) -> Array:
+    """A ``vortex.varbin`` array; ``offsets`` is an integer array of n + 1 values."""
+    p = offsets.dtype.ptype
+    meta = ProtoWriter().varint(1, int(p)).finish()
+    a = Array(VARBIN, dtype, len(offsets) - 1, metadata=meta, buffers=[data],
+              children=[offsets, *([validity] if validity is not None else [])])
+    a._cache["meta"] = p
+    return a

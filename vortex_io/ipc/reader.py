@@ -1,0 +1,375 @@
+"""Stream readers: thin loops that move bytes from a source into ``MessageDecoder``.
+
+``StreamReader`` reads paths (memory-mapped), bytes-like objects (zero-copy) and binary
+file objects (pipes and sockets included: it reads exactly what the decoder needs, so it
+never blocks waiting for a message that has not been sent). ``AsyncStreamReader`` does
+the same over asyncio streams.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import socket
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from .. import dtype as dt
+from ..array import Array
+from ..errors import MalformedStreamError, VortexIPCError
+from ..limits import DEFAULT_LIMITS, ReaderLimits
+from ..metadata import Metadata
+from .framing import MessageDecoder
+from .messages import Message
+from .schema import MessageType
+
+__all__ = ["Batch", "StreamReader", "AsyncStreamReader", "read_ipc"]
+
+
+class Batch:
+    """One Array message of a stream: ``array`` (lazily decoded) and its ``metadata``."""
+
+    __slots__ = ("array", "index", "metadata", "offset")
+
+    def __init__(self, array: Array, metadata: Metadata, index: int, offset: int) -> None:
+        self.array = array
+        self.metadata = metadata
+        self.index = index
+        self.offset = offset
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.array)
+
+    def to_arrow(self) -> Any:
+        """A ``pyarrow.RecordBatch`` (struct streams, batch metadata attached as the
+        schema's metadata) or a ``pyarrow.Array``."""
+        import pyarrow as pa
+
+        a = self.array.to_arrow()
+        if isinstance(self.array.dtype, dt.Struct) and not self.array.dtype.nullable:
+            if isinstance(a, pa.ChunkedArray):
+                a = a.combine_chunks()
+            rb = pa.RecordBatch.from_struct_array(a)
+            schema = pa.schema([pa.field(f.name, f.type, f.nullable) for f in a.type],
+                               metadata=self.metadata.to_arrow() if self.metadata else None)
+            return pa.RecordBatch.from_arrays(rb.columns, schema=schema)
+        return a
+
+    def __repr__(self) -> str:
+        md = f", metadata={self.metadata!r}" if self.metadata else ""
+        return f"Batch(index={self.index}, rows={len(self.array)}, encoding={self.array.encoding}{md})"
+
+
+def _check_stream_message(msg: Message) -> None:
+    if msg.type == MessageType.BUFFER:
+        raise MalformedStreamError("a Buffer message is not allowed in an array stream",
+                                   message_index=msg.index, offset=msg.offset)
+    if msg.type == MessageType.DTYPE:
+        raise MalformedStreamError("a second DType message in the stream",
+                                   message_index=msg.index, offset=msg.offset)
+
+
+class _Source:
+    """Bytes in, for the decoder: whole buffers at once, or exact reads from a file."""
+
+    def __init__(self, source: Any) -> None:
+        self.name: str | None = None
+        self.buffer: Any = None
+        self.file: Any = None
+        self._owned: list[Any] = []
+        if isinstance(source, (str, os.PathLike)):
+            self.name = os.fspath(source)
+            f = open(self.name, "rb")
+            self._owned.append(f)
+            size = os.fstat(f.fileno()).st_size
+            if size:
+                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                self._owned.append(mm)
+                self.buffer = mm
+            else:
+                self.buffer = b""
+        elif isinstance(source, (bytes, bytearray, memoryview)) or (
+            hasattr(source, "__buffer__") and not hasattr(source, "read")
+        ):
+            self.buffer = source
+        elif isinstance(source, socket.socket):
+            self.file = source.makefile("rb", buffering=0)
+            self._owned.append(self.file)
+        elif hasattr(source, "read"):
+            self.file = source
+            self.name = getattr(source, "name", None) if isinstance(getattr(source, "name", None), str) else None
+        else:
+            try:
+                self.buffer = memoryview(source)
+            except TypeError:
+                raise TypeError(
+                    f"cannot read a Vortex IPC stream from {type(source).__name__}: "
+                    "give a path, a bytes-like object or a binary file object"
+                ) from None
+
+    def pump(self, dec: MessageDecoder) -> bool:
+        """Feed the decoder; False at end of input."""
+        if self.buffer is not None:
+            buf, self.buffer = self.buffer, None
+            dec.feed(buf)
+            return True
+        if self.file is None:
+            return False
+        need = max(dec.bytes_needed, 1)
+        data = self.file.read(need)
+        if not data:
+            return False
+        dec.feed(data)
+        return True
+
+    def close(self) -> None:
+        for o in reversed(self._owned):
+            try:
+                o.close()
+            except BufferError:
+                pass  # arrays still view the mapping; it is released when they are
+        self._owned.clear()
+
+
+class StreamReader:
+    """Reads a Vortex IPC stream: the DType message, then one ``Batch`` per Array message.
+
+    ``source``: a path (memory-mapped), a bytes-like object, or a binary file object
+    (pipes and sockets included). Arrays are decoded lazily; ``limits`` bounds what the
+    stream may make the reader allocate.
+
+    >>> import io, vortex_io as vio
+    >>> buf = io.BytesIO()
+    >>> with vio.StreamWriter(buf, vio.dtype.int64(), metadata={"app": "demo"}) as w:
+    ...     _ = w.write(vio.array([1, 2, 3]), metadata={"batch": "0"})
+    >>> with vio.StreamReader(buf.getvalue()) as r:
+    ...     print(r.dtype, dict(r.metadata))
+    ...     for b in r:
+    ...         print(b.array.to_pylist(), dict(b.metadata))
+    i64 {b'app': b'demo'}
+    [1, 2, 3] {b'batch': b'0'}
+    """
+
+    def __init__(self, source: Any, *, limits: ReaderLimits | None = None) -> None:
+        self.limits = limits or DEFAULT_LIMITS
+        self._src = _Source(source)
+        self._dec = MessageDecoder(limits=self.limits)
+        self._done = False
+        try:
+            first = self._next_message()
+            if first is None:
+                raise MalformedStreamError("the stream is empty: it has no DType message", offset=0)
+            if first.type != MessageType.DTYPE:
+                raise MalformedStreamError(
+                    f"a stream must start with a DType message, not {first.type.name}",
+                    message_index=first.index, offset=first.offset)
+            self.dtype: dt.DType = first.dtype(self.limits)
+            self.metadata: Metadata = first.metadata
+        except VortexIPCError as e:
+            self._src.close()
+            raise e.locate(source=self._src.name) from None
+        except BaseException:
+            self._src.close()
+            raise
+
+    def _next_message(self) -> Message | None:
+        dec = self._dec
+        while True:
+            m = dec.next_message()
+            if m is not None:
+                return m
+            if not self._src.pump(dec):
+                dec.end_of_input()
+                return None
+
+    @property
+    def schema(self) -> Any:
+        """The Arrow schema batches convert to (struct streams: one field per column)."""
+        from ..arrow import to_arrow_schema
+
+        return to_arrow_schema(self.dtype).with_metadata(
+            self.metadata.to_arrow() if self.metadata else None)
+
+    def read_next_batch(self) -> Batch:
+        """The next batch; ``StopIteration`` at the end of the stream."""
+        if self._done:
+            raise StopIteration
+        try:
+            m = self._next_message()
+            if m is None:
+                self._done = True
+                self._src.close()
+                raise StopIteration
+            _check_stream_message(m)
+            return Batch(m.array(self.dtype, self.limits), m.metadata, m.index, m.offset)
+        except VortexIPCError as e:
+            self._done = True
+            raise e.locate(source=self._src.name) from None
+
+    def __iter__(self) -> Iterator[Batch]:
+        while True:
+            try:
+                yield self.read_next_batch()
+            except StopIteration:
+                return
+
+    def read_all(self) -> Array:
+        """Every remaining batch as one array (``vortex.chunked`` when there are several)."""
+        from ..encodings.chunked import chunked_array
+
+        chunks = [b.array for b in self]
+        return chunks[0] if len(chunks) == 1 else chunked_array(chunks, self.dtype)
+
+    def read_arrow(self) -> Any:
+        """Every remaining batch as a ``pyarrow.Table`` (struct streams) or ChunkedArray."""
+        import pyarrow as pa
+
+        batches = [b.to_arrow() for b in self]
+        if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable:
+            return pa.Table.from_batches(batches, schema=self.schema)
+        return pa.chunked_array(batches, type=self.dtype.to_arrow())
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """Export the remaining batches as an Arrow C stream (struct streams)."""
+        import pyarrow as pa
+
+        if not isinstance(self.dtype, dt.Struct) or self.dtype.nullable:
+            raise TypeError("only streams of a non-nullable struct dtype export as record batches")
+        schema = self.schema
+        gen = (pa.RecordBatch.from_arrays(b.to_arrow().columns, schema=schema) for b in self)
+        return pa.RecordBatchReader.from_batches(schema, gen).__arrow_c_stream__(requested_schema)
+
+    def close(self) -> None:
+        self._done = True
+        self._src.close()
+
+    def __enter__(self) -> StreamReader:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return (f"<b>vortex_io.StreamReader</b> dtype <code>{html.escape(repr(self.dtype))}</code>"
+                f", metadata {html.escape(repr(dict(self.metadata)))}")
+
+    def __repr__(self) -> str:
+        return f"StreamReader(dtype={self.dtype!r}, metadata={self.metadata!r})"
+
+
+def read_ipc(source: Any, *, limits: ReaderLimits | None = None) -> Array:
+    """Read a whole stream into one array (all chunks).
+
+    >>> import vortex_io as vio
+    >>> import io
+    >>> buf = io.BytesIO()
+    >>> vio.write_ipc(buf, vio.array([1.5, 2.5]))  # doctest: +ELLIPSIS
+    ...
+    >>> vio.read_ipc(buf.getvalue()).to_pylist()
+    [1.5, 2.5]
+    """
+    with StreamReader(source, limits=limits) as r:
+        return r.read_all()
+
+
+class AsyncStreamReader:
+    """Reads a stream from an ``asyncio.StreamReader`` (or anything with ``async
+    readexactly(n)`` or ``async read(n)``).
+
+    ``async with AsyncStreamReader(stream) as r:`` reads the DType message; then
+    ``async for batch in r`` yields ``Batch`` objects.
+    """
+
+    def __init__(self, stream: Any, *, limits: ReaderLimits | None = None) -> None:
+        self.limits = limits or DEFAULT_LIMITS
+        self._stream = stream
+        self._dec = MessageDecoder(limits=self.limits)
+        self._done = False
+        self.dtype: dt.DType | None = None
+        self.metadata: Metadata = Metadata()
+
+    async def _read_some(self, n: int) -> bytes:
+        import asyncio
+
+        s = self._stream
+        if hasattr(s, "readexactly"):
+            try:
+                return await s.readexactly(n)
+            except asyncio.IncompleteReadError as e:
+                return e.partial
+        return await s.read(n)
+
+    async def _next_message(self) -> Message | None:
+        dec = self._dec
+        while True:
+            m = dec.next_message()
+            if m is not None:
+                return m
+            need = max(dec.bytes_needed, 1)
+            data = await self._read_some(need)
+            if data:
+                dec.feed(data)
+            if len(data) < need:
+                dec.feed(b"")
+                m = dec.next_message()
+                if m is not None:
+                    return m
+                dec.end_of_input()
+                return None
+
+    async def open(self) -> AsyncStreamReader:
+        """Read the DType message (done by ``async with``)."""
+        if self.dtype is not None:
+            return self
+        first = await self._next_message()
+        if first is None:
+            raise MalformedStreamError("the stream is empty: it has no DType message", offset=0)
+        if first.type != MessageType.DTYPE:
+            raise MalformedStreamError(
+                f"a stream must start with a DType message, not {first.type.name}",
+                message_index=first.index, offset=first.offset)
+        self.dtype = first.dtype(self.limits)
+        self.metadata = first.metadata
+        return self
+
+    async def read_next_batch(self) -> Batch | None:
+        """The next batch, or None at the end of the stream."""
+        await self.open()
+        if self._done:
+            return None
+        try:
+            m = await self._next_message()
+        except VortexIPCError:
+            self._done = True
+            raise
+        if m is None:
+            self._done = True
+            return None
+        _check_stream_message(m)
+        assert self.dtype is not None
+        return Batch(m.array(self.dtype, self.limits), m.metadata, m.index, m.offset)
+
+    def __aiter__(self) -> AsyncIterator[Batch]:
+        return self._iter()
+
+    async def _iter(self) -> AsyncIterator[Batch]:
+        while (b := await self.read_next_batch()) is not None:
+            yield b
+
+    async def read_all(self) -> Array:
+        from ..encodings.chunked import chunked_array
+
+        chunks = [b.array async for b in self]
+        assert self.dtype is not None
+        return chunks[0] if len(chunks) == 1 else chunked_array(chunks, self.dtype)
+
+    async def __aenter__(self) -> AsyncStreamReader:
+        return await self.open()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self._done = True
+
+

@@ -1,0 +1,62 @@
+"""Reader limits: bounds on what a stream may make the reader allocate.
+
+Every length read off the wire is checked against these *before* anything is allocated.
+The defaults suit a service reading from peers it does not fully trust; raise them for
+trusted bulk data.
+
+>>> from vortex_io import ReaderLimits
+>>> ReaderLimits().max_header_bytes
+16777216
+>>> ReaderLimits(max_body_bytes=1 << 20).max_body_bytes
+1048576
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ReaderLimits"]
+
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+@dataclass(frozen=True)
+class ReaderLimits:
+    """Bounds a reader enforces on untrusted input.
+
+    Attributes:
+        max_header_bytes: size of one Message flatbuffer (custom metadata included).
+        max_body_bytes: size of one message body.
+        max_buffers: data buffers in one Array message.
+        max_depth: nesting depth of an array's encoding tree (and of a DType).
+        max_nodes: nodes in one array's encoding tree.
+        max_rows_per_message: rows of one Array message (the format's own cap is 2**32-1).
+        max_decoded_bytes: bytes one batch may expand to when it is decoded
+            (a constant or dictionary claiming billions of rows is refused, not allocated).
+    """
+
+    max_header_bytes: int = 16 * MiB
+    max_body_bytes: int = 2 * GiB
+    max_buffers: int = 65_536
+    max_depth: int = 64
+    max_nodes: int = 100_000
+    max_rows_per_message: int = 2**32 - 1
+    max_decoded_bytes: int = 4 * GiB
+
+    @classmethod
+    def unlimited(cls) -> ReaderLimits:
+        """The format's own bounds only, for trusted input."""
+        return cls(
+            max_header_bytes=2**32 - 1,
+            max_body_bytes=2**63,
+            max_buffers=65_536,
+            max_depth=1_000,
+            max_nodes=2**31,
+            max_rows_per_message=2**32 - 1,
+            max_decoded_bytes=2**63,
+        )
+
+
+DEFAULT_LIMITS = ReaderLimits()
