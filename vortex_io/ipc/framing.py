@@ -78,7 +78,12 @@ class MessageDecoder:
         """Add bytes (any bytes-like object; empty is fine)."""
         if self._ended:
             raise RuntimeError("feed() after end_of_input()")
-        arr = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data
+        if isinstance(data, np.ndarray):
+            arr = data.reshape(-1)
+            if arr.dtype != np.uint8:
+                arr = np.ascontiguousarray(arr).view(np.uint8)
+        else:
+            arr = np.frombuffer(data, dtype=np.uint8)
         if arr.nbytes:
             self._chunks.append(arr.reshape(-1))
             self._buffered += arr.nbytes
@@ -169,6 +174,8 @@ class MessageDecoder:
                 self._header = None
                 self._state, self._need = _LEN, 4
                 return msg
+        if self._ended and not self.at_boundary:
+            self._raise_truncated()
         return None
 
     def __iter__(self) -> Iterator[Message]:
@@ -178,19 +185,28 @@ class MessageDecoder:
 
     def end_of_input(self) -> None:
         """Declare the input finished. Raises ``TruncatedStreamError`` if it ended inside a
-        message; input that ends exactly between messages is a complete stream."""
+        message; input that ends exactly between messages is a complete stream.
+
+        Complete messages still buffered can be taken with ``next_message`` afterwards;
+        if the buffered bytes end inside a message that is not yet known here (its length
+        prefix or header is complete but unparsed), ``next_message`` raises the
+        ``TruncatedStreamError`` once it reaches that message.
+        """
         self._ended = True
         if self._error is not None:
             raise self._error
-        if not self.at_boundary:
-            where = {_LEN: "length prefix", _HEADER: "header", _BODY: "body"}[self._state]
-            end = self._consumed + self._buffered
-            e = TruncatedStreamError(
-                f"stream ends inside the {where} of a message "
-                f"({self._buffered} of {self._need} bytes of that part present)",
-                message_index=self._index, offset=end)
-            self._error = e
-            raise e
+        if not self.at_boundary and self._buffered < self._need:
+            self._raise_truncated()
+
+    def _raise_truncated(self) -> None:
+        where = {_LEN: "length prefix", _HEADER: "header", _BODY: "body"}[self._state]
+        end = self._consumed + self._buffered
+        e = TruncatedStreamError(
+            f"stream ends inside the {where} of a message "
+            f"({self._buffered} of {self._need} bytes of that part present)",
+            message_index=self._index, offset=end)
+        self._error = e
+        raise e
 
 
 class MessageEncoder:
