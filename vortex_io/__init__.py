@@ -12,7 +12,7 @@ per-message custom metadata, a sans-IO decoder, and an Arrow bridge.
 True
 """
 
-from . import dtype
+from . import compute, dtype, expr
 from . import encodings as _encodings  # noqa: F401  (registers built-in encodings)
 from .array import Array, Encoding, get_encoding, register_encoding, registered_encodings
 from .errors import (
@@ -36,6 +36,7 @@ from .ipc import (
 from .limits import ReaderLimits
 from .metadata import Metadata
 from .scalar import Scalar
+from .scan import Scan, ScanStats, scan
 from .stats import ArrayStats
 
 __version__ = "0.1.0"
@@ -54,17 +55,22 @@ __all__ = [
     "Metadata",
     "ReaderLimits",
     "Scalar",
+    "Scan",
+    "ScanStats",
     "StreamReader",
     "StreamWriter",
     "TruncatedStreamError",
     "UnsupportedError",
     "VortexIPCError",
     "array",
+    "compute",
     "dtype",
+    "expr",
     "get_encoding",
     "read_ipc",
     "register_encoding",
     "registered_encodings",
+    "scan",
     "write_ipc",
 ]
 

@@ -18,6 +18,7 @@ Encodings are registered by ID in a registry that users extend with
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -44,6 +45,10 @@ __all__ = [
 ]
 
 EMPTY_BUFFER = np.zeros(0, dtype=np.uint8)
+
+#: a list-like sink receiving the byte size of every canonicalization (scan statistics)
+DECODE_METER: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "vortex_io_decode_meter", default=None)
 
 
 # -- registry -------------------------------------------------------------------------
@@ -202,6 +207,9 @@ class Array:
         except KeyError:
             c = self._enc.canonicalize(self)
             self._cache["canonical"] = c
+            meter = DECODE_METER.get()
+            if meter is not None:
+                meter.append(c.nbytes)
             return c
 
     def to_arrow(self) -> pa.Array | pa.ChunkedArray:
@@ -405,6 +413,24 @@ class Encoding:
 
     def struct_field(self, arr: Array, name: str) -> Array:
         return arr.canonical().field(name)
+
+    # -- compute kernels (vortex_io.compute dispatches here; NotImplemented = fallback) ----
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        """Compare with a literal already coerced to the dtype's storage domain.
+
+        Return ``(values, validity)`` numpy bool arrays (validity None = all valid), or
+        ``NotImplemented`` to let the canonical fallback run.
+        """
+        return NotImplemented
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        """Membership in coerced literal values; ``(values, validity)`` or NotImplemented."""
+        return NotImplemented
+
+    def take(self, arr: Array, indices: np.ndarray) -> Any:
+        """Rows at sorted or unsorted int64 ``indices`` as an Array (ideally still
+        encoded), or NotImplemented."""
+        return NotImplemented
 
     # -- display ---------------------------------------------------------------------
     def describe(self, arr: Array) -> str:

@@ -1,0 +1,384 @@
+"""Compute kernels dispatched by encoding, with a canonical (pyarrow.compute) fallback.
+
+A predicate result is a ``Mask``: ``(values, validity)`` numpy bool arrays, where
+``validity`` None means every result is non-null. Invalid positions hold False in
+``values``. Encodings provide fast paths by implementing ``Encoding.compare``,
+``Encoding.is_in`` and ``Encoding.take`` (see the encoding modules); anything they do not
+handle falls back to decoding.
+
+>>> import vortex_io as vio
+>>> from vortex_io import compute
+>>> a = vio.array([1, 5, None, 7])
+>>> vals, valid = compute.compare(a, 5, "gte")
+>>> vals.tolist(), valid.tolist()
+([False, True, False, True], [True, True, False, True])
+>>> compute.filter(a, vals).to_pylist()
+[5, 7]
+"""
+
+from __future__ import annotations
+
+import decimal as _decimal
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array
+
+__all__ = [
+    "Mask",
+    "compare",
+    "is_in",
+    "is_null",
+    "filter",
+    "take",
+    "coerce_literal",
+    "mask_and",
+    "mask_or",
+    "mask_not",
+    "mask_true",
+    "mask_const",
+    "arrow_bool_to_mask",
+]
+
+Mask = tuple[np.ndarray, "np.ndarray | None"]
+
+_PC_OPS = {"eq": "equal", "neq": "not_equal", "lt": "less", "lte": "less_equal",
+           "gt": "greater", "gte": "greater_equal"}
+
+
+class LiteralError(TypeError):
+    """A literal cannot be compared with a column of the given dtype."""
+
+
+# -- masks ----------------------------------------------------------------------------------
+
+
+def mask_const(n: int, value: bool | None) -> Mask:
+    """All true, all false, or (None) all null."""
+    if value is None:
+        return np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
+    return (np.ones(n, dtype=np.bool_) if value else np.zeros(n, dtype=np.bool_)), None
+
+
+def mask_true(m: Mask) -> np.ndarray:
+    """Rows a filter keeps: true and not null."""
+    v, valid = m
+    return v if valid is None else v & valid
+
+
+def mask_and(a: Mask, b: Mask) -> Mask:
+    av, avalid = a
+    bv, bvalid = b
+    vals = av & bv
+    if avalid is None and bvalid is None:
+        return vals, None
+    a_ok = np.ones_like(av) if avalid is None else avalid
+    b_ok = np.ones_like(bv) if bvalid is None else bvalid
+    valid = (a_ok & b_ok) | (a_ok & ~av) | (b_ok & ~bv)
+    return vals & valid, valid
+
+
+def mask_or(a: Mask, b: Mask) -> Mask:
+    av, avalid = a
+    bv, bvalid = b
+    vals = av | bv
+    if avalid is None and bvalid is None:
+        return vals, None
+    a_ok = np.ones_like(av) if avalid is None else avalid
+    b_ok = np.ones_like(bv) if bvalid is None else bvalid
+    valid = (a_ok & b_ok) | (a_ok & av) | (b_ok & bv)
+    return vals & valid, valid
+
+
+def mask_not(a: Mask) -> Mask:
+    v, valid = a
+    out = ~v
+    if valid is not None:
+        out &= valid
+    return out, valid
+
+
+def arrow_bool_to_mask(res: Any) -> Mask:
+    """A pyarrow boolean (Chunked)Array as a Mask."""
+    import pyarrow as pa
+
+    if isinstance(res, pa.ChunkedArray):
+        res = res.combine_chunks() if res.num_chunks != 1 else res.chunk(0)
+    if res.null_count:
+        valid = res.is_valid().to_numpy(zero_copy_only=False)
+        vals = res.fill_null(False).to_numpy(zero_copy_only=False)
+        return vals & valid, valid
+    return res.to_numpy(zero_copy_only=False), None
+
+
+# -- literals -------------------------------------------------------------------------------
+
+
+def _storage(d: dt.DType) -> dt.DType:
+    return d.storage if isinstance(d, dt.Extension) else d
+
+
+def coerce_literal(d: dt.DType, value: Any) -> Any:
+    """``value`` in the storage domain of dtype ``d``: ints for integers, decimals
+    (unscaled) and datetimes (epoch units); float; str; bytes; bool.
+
+    Raises ``TypeError`` (``LiteralError``) when the literal cannot be compared with ``d``.
+    Numeric literals outside an integer type's range, and non-integral floats against
+    integers, are kept as they are (the comparison kernels handle them exactly).
+    """
+    if value is None:
+        raise LiteralError("comparing with null is always null: use is_null() / is_not_null()")
+    if isinstance(d, dt.Extension) and d.is_temporal:
+        import pyarrow as pa
+
+        t = d.to_arrow()
+        try:
+            if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+                return int(value)
+            s = pa.scalar(value, type=t) if not isinstance(value, pa.Scalar) else value.cast(t)
+            return s.cast(d.storage.to_arrow()).as_py()
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
+            raise LiteralError(f"cannot compare {d!r} with {value!r}: {e}") from None
+    s = _storage(d)
+    if isinstance(s, dt.Bool):
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        raise LiteralError(f"cannot compare a bool column with {value!r}")
+    if isinstance(s, dt.Primitive):
+        if isinstance(value, (bool, np.bool_)):
+            raise LiteralError(f"cannot compare {d!r} with a bool")
+        if isinstance(value, (int, np.integer)):
+            return int(value)
+        if isinstance(value, (float, np.floating, _decimal.Decimal)):
+            f = float(value)
+            if s.ptype.is_int and f.is_integer():
+                return int(f)
+            return f
+        raise LiteralError(f"cannot compare {d!r} with {type(value).__name__} {value!r}")
+    if isinstance(s, dt.Decimal):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating, _decimal.Decimal, str)):
+            raise LiteralError(f"cannot compare {d!r} with {value!r}")
+        try:
+            dv = _decimal.Decimal(str(value)) if not isinstance(value, _decimal.Decimal) else value
+        except _decimal.InvalidOperation:
+            raise LiteralError(f"cannot compare {d!r} with {value!r}") from None
+        return dv  # exact Decimal; kernels scale it
+    if isinstance(s, dt.Utf8):
+        if isinstance(value, str):
+            return value
+        raise LiteralError(f"cannot compare a string column with {type(value).__name__} {value!r}")
+    if isinstance(s, dt.Binary):
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value)
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        raise LiteralError(f"cannot compare a binary column with {value!r}")
+    raise LiteralError(f"comparisons on {d!r} columns are not supported")
+
+
+def _int_range_shortcut(ptype: dt.PType, value: Any, op: str) -> tuple[str, Any] | bool:
+    """Rewrite an int-column comparison with an out-of-range or fractional literal.
+
+    Returns (op, int value), or a bool when every non-null row gives that answer.
+    """
+    if isinstance(value, float):
+        if math.isnan(value):
+            return op == "neq"
+        if math.isinf(value):
+            above = value > 0
+            return {"eq": False, "neq": True, "lt": above, "lte": above, "gt": not above,
+                    "gte": not above}[op]
+        fl = math.floor(value)
+        # value is fractional: x < 2.5 <=> x <= 2; x > 2.5 <=> x >= 3
+        if op == "eq":
+            return False
+        if op == "neq":
+            return True
+        if op in ("lt", "lte"):
+            return "lte", fl
+        return "gte", fl + 1
+    info = np.iinfo(ptype.np_dtype)
+    if value < info.min:
+        return {"eq": False, "neq": True, "lt": False, "lte": False, "gt": True, "gte": True}[op]
+    if value > info.max:
+        return {"eq": False, "neq": True, "lt": True, "lte": True, "gt": False, "gte": False}[op]
+    return op, value
+
+
+def _validity_of(array: Array) -> np.ndarray | None:
+    if not array.dtype.nullable:
+        return None
+    return is_null_mask(array, invert=True)
+
+
+# -- kernels -----------------------------------------------------------------------------
+
+
+def compare(array: Array, value: Any, op: str) -> Mask:
+    """``array <op> value`` with SQL null semantics; ``value`` is a Python literal."""
+    n = len(array)
+    v = coerce_literal(array.dtype, value)
+    s = _storage(array.dtype)
+    if isinstance(s, dt.Primitive) and s.ptype.is_int:
+        r = _int_range_shortcut(s.ptype, v, op)
+        if isinstance(r, bool):
+            vals, _ = mask_const(n, r)
+            valid = _validity_of(array)
+            return (vals if valid is None else vals & valid), valid
+        op, v = r
+    res = array.vtable.compare(array, v, op)
+    if res is not NotImplemented:
+        return res
+    return _compare_fallback(array, v, op)
+
+
+def _arrow_storage(array: Array) -> Any:
+    import pyarrow as pa
+
+    a = array.to_arrow()
+    if isinstance(array.dtype, dt.Extension):
+        st = array.dtype.storage.to_arrow()
+        a = (pa.chunked_array([c.view(st) for c in a.chunks], type=st)
+             if isinstance(a, pa.ChunkedArray) else a.view(st))
+    return a
+
+
+def _arrow_literal(d: dt.DType, v: Any, t: Any) -> Any:
+    import pyarrow as pa
+
+    if isinstance(d, dt.Decimal):
+        return pa.scalar(v) if not isinstance(v, _decimal.Decimal) else _decimal_scalar(v, t)
+    if isinstance(v, float) and pa.types.is_integer(t):
+        return pa.scalar(v, pa.float64())
+    return pa.scalar(v, type=t)
+
+
+def _decimal_scalar(v: _decimal.Decimal, t: Any) -> Any:
+    import pyarrow as pa
+
+    try:
+        return pa.scalar(v, type=t)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.scalar(v)  # more digits than the column: let Arrow compare at higher precision
+
+
+def _compare_fallback(array: Array, v: Any, op: str) -> Mask:
+    import pyarrow.compute as pc
+
+    a = _arrow_storage(array)
+    lit = _arrow_literal(_storage(array.dtype), v, a.type)
+    if lit.type != a.type and not isinstance(_storage(array.dtype), dt.Decimal):
+        a = a.cast(lit.type)
+    return arrow_bool_to_mask(getattr(pc, _PC_OPS[op])(a, lit))
+
+
+def is_in(array: Array, values: Any) -> Mask:
+    """``array IN values`` (nulls in ``values`` never match; a null row gives null)."""
+    vals = [coerce_literal(array.dtype, x) for x in values if x is not None]
+    if not vals:
+        n = len(array)
+        valid = _validity_of(array)
+        return np.zeros(n, dtype=np.bool_), valid
+    res = array.vtable.is_in(array, vals)
+    if res is not NotImplemented:
+        return res
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    a = _arrow_storage(array)
+    s = _storage(array.dtype)
+    if isinstance(s, dt.Primitive) and s.ptype.is_int:
+        info = np.iinfo(s.ptype.np_dtype)
+        ints = [x for x in vals if isinstance(x, int) and info.min <= x <= info.max]
+        vset = pa.array(ints, type=a.type)
+    else:
+        try:
+            vset = pa.array(vals, type=a.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            vset = pa.array(vals)
+            a = a.cast(vset.type)
+    res = pc.is_in(a, value_set=vset, skip_nulls=True)
+    m = arrow_bool_to_mask(res)
+    valid = _validity_of(array)
+    return (m[0] if valid is None else m[0] & valid), valid
+
+
+def is_null_mask(array: Array, *, invert: bool = False) -> np.ndarray:
+    """True where null (or where valid with ``invert``)."""
+    from ..encodings._common import validity_mask
+
+    n = len(array)
+    if not array.dtype.nullable:
+        return np.full(n, invert, dtype=np.bool_)
+    enc = array.encoding
+    if enc == "vortex.constant":
+        from ..encodings.constant import constant_value
+
+        isnull = constant_value(array) is None
+        return np.full(n, isnull != invert, dtype=np.bool_)
+    if enc == "vortex.null":
+        return np.full(n, not invert, dtype=np.bool_)
+    c = array.canonical() if enc not in _VALIDITY_LAST and enc != "vortex.struct" else array
+    if c.encoding in _VALIDITY_LAST:
+        k = _VALIDITY_LAST[c.encoding]
+        v = c.children[k] if len(c.children) > k else None
+        m = validity_mask(v, n)
+    elif c.encoding == "vortex.struct":
+        from ..encodings.struct_ import StructEncoding
+
+        m = validity_mask(StructEncoding.split(c)[0], n)
+    else:
+        a = c.to_arrow()
+        m = np.asarray(a.is_valid().to_numpy(zero_copy_only=False))
+    if m is None:
+        return np.full(n, invert, dtype=np.bool_)
+    return m.copy() if invert else ~m
+
+
+#: canonical encodings whose validity child sits at this child index
+_VALIDITY_LAST = {
+    "vortex.bool": 0, "vortex.primitive": 0, "vortex.decimal": 0, "vortex.varbinview": 0,
+    "vortex.varbin": 1, "vortex.list": 2, "vortex.listview": 3, "vortex.fixed_size_list": 1,
+}
+
+
+def is_null(array: Array, *, negated: bool = False) -> Mask:
+    """``IS NULL`` (or ``IS NOT NULL``): never null itself."""
+    return is_null_mask(array, invert=negated), None
+
+
+def take(array: Array, indices: Any) -> Array:
+    """Rows at ``indices`` (int64), keeping encodings where the encoding allows."""
+    idx = np.asarray(indices, dtype=np.int64)
+    n = len(array)
+    if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= n):
+        raise IndexError(f"take index out of range for an array of {n} rows")
+    res = array.vtable.take(array, idx)
+    if res is not NotImplemented:
+        return res
+    import pyarrow as pa
+
+    from ..arrow import from_arrow
+
+    a = array.to_arrow()
+    return from_arrow(a.take(pa.array(idx)), dtype=array.dtype)
+
+
+def filter(array: Array, mask: Any) -> Array:
+    """Rows where ``mask`` (numpy bool, or a Mask tuple: true and non-null) is true."""
+    if isinstance(mask, tuple):
+        mask = mask_true(mask)
+    mask = np.asarray(mask, dtype=np.bool_)
+    if len(mask) != len(array):
+        raise ValueError(f"filter mask of {len(mask)} rows for an array of {len(array)}")
+    if mask.all():
+        return array
+    idx = np.flatnonzero(mask)
+    if len(idx) and idx[-1] - idx[0] + 1 == len(idx):
+        return array.slice(int(idx[0]), int(idx[-1]) + 1)
+    return take(array, idx)
+

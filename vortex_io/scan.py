@@ -1,0 +1,292 @@
+"""The scan API: projection, filter and limit over one or many Vortex IPC streams.
+
+This is the one entry point the Polars and DuckDB adapters use. Per chunk it (1) prunes
+the chunk if statistics prove the filter cannot match (only the header was read),
+(2) evaluates the filter on the encoded columns it references, (3) takes the selected
+rows of the projected columns, decoding only those, and (4) yields Arrow record batches
+in stream order. ``Scan.stats`` makes all of this observable.
+
+>>> import io, pyarrow as pa, vortex_io as vio
+>>> from vortex_io.expr import col
+>>> buf = io.BytesIO()
+>>> _ = vio.write_ipc(buf, pa.table({"k": ["a", "b", "a"], "v": [1, 2, 3]}))
+>>> s = vio.scan(buf.getvalue(), columns=["v"], filter=col("k") == "a")
+>>> s.to_arrow().to_pydict()
+{'v': [1, 3]}
+>>> s.stats.rows_scanned, s.stats.rows_returned
+(3, 2)
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import dtype as dt
+from .array import DECODE_METER, Array
+from .compute.evaluate import can_skip, check_expr, evaluate
+from .compute.expr import Expr
+from .compute.kernels import mask_true, take
+from .errors import VortexIPCError
+from .ipc.reader import StreamReader
+from .limits import ReaderLimits
+
+__all__ = ["scan", "Scan", "ScanStats", "expand_sources"]
+
+
+@dataclass
+class ScanStats:
+    """What a scan did. ``bytes_canonicalized`` counts bytes of decoded (canonical) data
+    the scan materialized: decoded columns and the selected rows it gathered."""
+
+    sources: int = 0
+    chunks: int = 0
+    chunks_pruned: int = 0
+    rows_scanned: int = 0
+    rows_returned: int = 0
+    bytes_read: int = 0
+    bytes_canonicalized: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+
+def _is_glob(s: str) -> bool:
+    return any(ch in s for ch in "*?[")
+
+
+def expand_sources(source: Any) -> list[Any]:
+    """A list of sources: a list/tuple as given, a glob pattern expanded (sorted), or one
+    source. A glob that matches nothing raises ``FileNotFoundError``."""
+    if isinstance(source, (list, tuple)):
+        out: list[Any] = []
+        for s in source:
+            out.extend(expand_sources(s))
+        return out
+    if isinstance(source, (str, os.PathLike)) and _is_glob(os.fspath(source)):
+        matches = sorted(_glob.glob(os.fspath(source)))
+        if not matches:
+            raise FileNotFoundError(f"no files match {os.fspath(source)!r}")
+        return matches
+    return [source]
+
+
+def _schema_of(d: dt.DType, columns: Sequence[str] | None) -> Any:
+    import pyarrow as pa
+
+    from .arrow import dtype_to_arrow
+
+    if not isinstance(d, dt.Struct):
+        if columns:
+            raise ValueError("column projection needs a stream of struct (table) dtype")
+        return pa.schema([pa.field("values", dtype_to_arrow(d), d.nullable)])
+    names = list(d.names) if columns is None else list(columns)
+    fields = []
+    for n in names:
+        if n not in d.names:
+            raise KeyError(f"no column {n!r}; columns are {list(d.names)}")
+        fd = d.field(n)
+        fields.append(pa.field(n, dtype_to_arrow(fd), fd.nullable))
+    return pa.schema(fields)
+
+
+class Scan:
+    """An iterable of ``pyarrow.RecordBatch`` over the matching rows, in stream order.
+
+    Create with ``vortex_io.scan(...)``. ``schema`` is known before reading data (it reads
+    the first source's DType message). Iterating twice re-reads the sources.
+    """
+
+    def __init__(self, source: Any, *, columns: Sequence[str] | None = None,
+                 filter: Expr | None = None, limit: int | None = None,
+                 batch_size: int | None = None, limits: ReaderLimits | None = None) -> None:
+        self.sources = expand_sources(source)
+        if not self.sources:
+            raise ValueError("scan() needs at least one source")
+        if limit is not None and limit < 0:
+            raise ValueError("limit must be >= 0")
+        if batch_size is not None and batch_size < 1:
+            raise ValueError("batch_size must be positive")
+        self.columns = None if columns is None else list(columns)
+        self.filter = filter
+        self.limit = limit
+        self.batch_size = batch_size
+        self.limits = limits
+        self.stats = ScanStats(sources=len(self.sources))
+        self._dtype: dt.DType | None = None
+        self._schema: Any = None
+        if any(isinstance(s, (bytes, bytearray, memoryview, str, os.PathLike)) for s in self.sources[:1]):
+            self._read_dtype()
+
+    def _read_dtype(self) -> dt.DType:
+        if self._dtype is None:
+            with StreamReader(self.sources[0], limits=self.limits) as r:
+                self._dtype = r.dtype
+            if self.filter is not None:
+                check_expr(self.filter, self._dtype)
+            self._schema = _schema_of(self._dtype, self.columns)
+        return self._dtype
+
+    @property
+    def dtype(self) -> dt.DType:
+        """The dtype of the streams (the first source's)."""
+        return self._read_dtype()
+
+    @property
+    def schema(self) -> Any:
+        """The Arrow schema of the batches this scan yields."""
+        self._read_dtype()
+        return self._schema
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._run()
+
+    def _run(self) -> Iterator[Any]:
+        stats = self.stats
+        remaining = self.limit
+        d = self._dtype
+        for src in self.sources:
+            if remaining is not None and remaining <= 0:
+                return
+            reader = StreamReader(src, limits=self.limits)
+            try:
+                if d is None:
+                    d = self._dtype = reader.dtype
+                    if self.filter is not None:
+                        check_expr(self.filter, d)
+                    self._schema = _schema_of(d, self.columns)
+                elif reader.dtype != d:
+                    raise VortexIPCError(
+                        f"stream dtype {reader.dtype!r} differs from the first source's {d!r}",
+                        source=str(src) if isinstance(src, (str, os.PathLike)) else None)
+                for batch in reader:
+                    if remaining is not None and remaining <= 0:
+                        return
+                    meter: list[int] = []
+                    token = DECODE_METER.set(meter)
+                    try:
+                        out = self._scan_chunk(batch.array, remaining)
+                    finally:
+                        DECODE_METER.reset(token)
+                    with stats._lock:
+                        stats.chunks += 1
+                        stats.rows_scanned += len(batch.array)
+                        stats.bytes_canonicalized += sum(meter)
+                        if out is None:
+                            stats.chunks_pruned += 1
+                    if out is None:
+                        continue
+                    if remaining is not None:
+                        out = out.slice(0, remaining)
+                        remaining -= out.num_rows
+                    with stats._lock:
+                        stats.rows_returned += out.num_rows
+                    if out.num_rows == 0:
+                        continue
+                    if self.batch_size:
+                        for s in range(0, out.num_rows, self.batch_size):
+                            yield out.slice(s, self.batch_size)
+                    else:
+                        yield out
+            finally:
+                with stats._lock:
+                    stats.bytes_read += reader._dec.position
+                reader.close()
+
+    def _scan_chunk(self, arr: Array, remaining: int | None) -> Any:
+        """The selected rows of one chunk as a RecordBatch, or None when pruned."""
+        import pyarrow as pa
+
+        schema = self._schema
+        n = len(arr)
+        if self.filter is not None:
+            if can_skip(self.filter, arr):
+                return None
+            sel = mask_true(evaluate(self.filter, arr))
+            idx = np.flatnonzero(sel)
+        else:
+            idx = None
+        if remaining is not None:
+            cap = remaining
+            if idx is None:
+                if cap < n:
+                    arr = arr.slice(0, cap)
+                    n = cap
+            elif len(idx) > cap:
+                idx = idx[:cap]
+        if not isinstance(self._dtype, dt.Struct):
+            col = _select(arr, idx)
+            return pa.RecordBatch.from_arrays([col], schema=schema)
+        names = schema.names
+        if not names:
+            k = n if idx is None else len(idx)
+            return pa.RecordBatch.from_struct_array(pa.StructArray.from_arrays([], names=[]).slice(0, 0)) \
+                if k == 0 else pa.record_batch([pa.nulls(k)], names=["_"]).select([])
+        cols = [_select(arr.field(nm), idx) for nm in names]
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    def to_arrow(self) -> Any:
+        """All matching rows as a ``pyarrow.Table``."""
+        import pyarrow as pa
+
+        batches = list(self)
+        return pa.Table.from_batches(batches, schema=self.schema)
+
+    def to_reader(self) -> Any:
+        """A ``pyarrow.RecordBatchReader`` over the scan."""
+        import pyarrow as pa
+
+        return pa.RecordBatchReader.from_batches(self.schema, iter(self))
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
+    def __repr__(self) -> str:
+        return (f"Scan(sources={len(self.sources)}, columns={self.columns}, filter={self.filter!r}, "
+                f"limit={self.limit})")
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return (f"<b>vortex_io.Scan</b> over {len(self.sources)} source(s)<br>columns: "
+                f"{html.escape(str(self.columns or 'all'))}<br>filter: "
+                f"<code>{html.escape(repr(self.filter))}</code><br>stats: "
+                f"{html.escape(str(self.stats.as_dict()))}")
+
+
+def _select(a: Array, idx: np.ndarray | None) -> Any:
+    """Arrow array of the rows ``idx`` (all rows when None), decoding only those."""
+    import pyarrow as pa
+
+    if idx is not None and len(idx) != len(a):
+        sub = take(a, idx) if len(idx) else a.slice(0, 0)
+    else:
+        sub = a
+    out = sub.to_arrow()
+    if isinstance(out, pa.ChunkedArray):
+        out = out.combine_chunks()
+    meter = DECODE_METER.get()
+    if meter is not None and sub is not a:
+        meter.append(out.nbytes)
+    return out
+
+
+def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | None = None,
+         limit: int | None = None, batch_size: int | None = None,
+         limits: ReaderLimits | None = None) -> Scan:
+    """Scan one or many streams with projection, filter and limit pushdown.
+
+    ``source``: a path, bytes-like object, binary file object, a list of those, or a glob
+    pattern. ``columns``: the fields to return (default: all). ``filter``: a
+    ``vortex_io.expr`` expression. ``limit``: at most this many rows. ``batch_size``: split
+    output batches to at most this many rows.
+    """
+    return Scan(source, columns=columns, filter=filter, limit=limit, batch_size=batch_size,
+                limits=limits)
