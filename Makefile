@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m vortex_io.demo
+	$(PY) -m bench.demo
 
 lint: $(STAMP)
 	$(PY) -m ruff check vortex_io tests bench

@@ -237,7 +237,9 @@ def _from_array(a: pa.Array, d: dt.DType) -> Array:
             offsets = np.zeros(1, dtype=ot)
         else:
             offsets = _np(bufs[1]).view(ot)[off : off + n + 1]
-        return varbin_array(d, primitive_array(offsets), _np(bufs[2]), v)
+        data = _np(bufs[2])
+        offsets, data = _trim(offsets, data)
+        return varbin_array(d, primitive_array(offsets), data, v)
     if isinstance(d, dt.List):
         if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
             ot = np.dtype("<i8") if pa.types.is_large_list_view(t) else np.dtype("<i4")
@@ -250,7 +252,13 @@ def _from_array(a: pa.Array, d: dt.DType) -> Array:
             offs = np.zeros(1, dtype=ot)
         else:
             offs = _np(bufs[1]).view(ot)[off : off + n + 1]
-        return list_array(d, _from_array(a.values, d.element), primitive_array(offs), v)
+        values = a.values
+        lo, hi = int(offs[0]), int(offs[-1])
+        if lo != 0 or hi != len(values):
+            # a slice: keep only the elements it references
+            values = values.slice(lo, hi - lo)
+            offs = offs - offs.dtype.type(lo)
+        return list_array(d, _from_array(values, d.element), primitive_array(offs), v)
     if isinstance(d, dt.FixedSizeList):
         s = d.size
         elems = a.values.slice(off * s, n * s)
@@ -259,6 +267,17 @@ def _from_array(a: pa.Array, d: dt.DType) -> Array:
         fields = [_from_array(a.field(i), fd) for i, fd in enumerate(d.dtypes)]
         return struct_array(d, n, fields, v)
     raise UnsupportedError(f"cannot convert Arrow {t} to {d!r}")
+
+
+def _trim(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets rebased to 0 and the data they reference (a sliced Arrow array shares the
+    whole data buffer; writing all of it for every chunk would repeat it)."""
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    if lo == 0 and hi == data.nbytes:
+        return offsets, data
+    if lo != 0:
+        offsets = offsets - offsets.dtype.type(lo)
+    return offsets, data[lo:hi]
 
 
 def python_value_to_arrow(d: dt.DType, v: Any, t: pa.DataType) -> pa.Scalar:
