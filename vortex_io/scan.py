@@ -106,17 +106,21 @@ class Scan:
 
     def __init__(self, source: Any, *, columns: Sequence[str] | None = None,
                  filter: Expr | None = None, limit: int | None = None,
-                 batch_size: int | None = None, limits: ReaderLimits | None = None) -> None:
+                 batch_size: int | None = None, limits: ReaderLimits | None = None,
+                 offset: int = 0) -> None:
         self.sources = expand_sources(source)
         if not self.sources:
             raise ValueError("scan() needs at least one source")
         if limit is not None and limit < 0:
             raise ValueError("limit must be >= 0")
+        if offset < 0:
+            raise ValueError("offset must be >= 0")
         if batch_size is not None and batch_size < 1:
             raise ValueError("batch_size must be positive")
         self.columns = None if columns is None else list(columns)
         self.filter = filter
         self.limit = limit
+        self.offset = offset
         self.batch_size = batch_size
         self.limits = limits
         self.stats = ScanStats(sources=len(self.sources))
@@ -151,6 +155,7 @@ class Scan:
     def _run(self) -> Iterator[Any]:
         stats = self.stats
         remaining = self.limit
+        skip = self.offset  # matching rows still to skip (before the limit counts)
         d = self._dtype
         for src in self.sources:
             if remaining is not None and remaining <= 0:
@@ -169,20 +174,32 @@ class Scan:
                 for batch in reader:
                     if remaining is not None and remaining <= 0:
                         return
+                    arr = batch.array
+                    if skip and self.filter is None:
+                        # without a filter the offset skips rows undecoded
+                        if len(arr) <= skip:
+                            skip -= len(arr)
+                            with stats._lock:
+                                stats.chunks += 1
+                            continue
+                        arr, skip = arr.slice(skip, len(arr)), 0
                     meter: list[int] = []
                     token = DECODE_METER.set(meter)
                     try:
-                        out = self._scan_chunk(batch.array, remaining)
+                        out = self._scan_chunk(arr, None if remaining is None else remaining + skip)
                     finally:
                         DECODE_METER.reset(token)
                     with stats._lock:
                         stats.chunks += 1
-                        stats.rows_scanned += len(batch.array)
+                        stats.rows_scanned += len(arr)
                         stats.bytes_canonicalized += sum(meter)
                         if out is None:
                             stats.chunks_pruned += 1
                     if out is None:
                         continue
+                    if skip:
+                        dropped = min(skip, out.num_rows)
+                        out, skip = out.slice(dropped), skip - dropped
                     if remaining is not None:
                         out = out.slice(0, remaining)
                         remaining -= out.num_rows
@@ -250,7 +267,7 @@ class Scan:
 
     def __repr__(self) -> str:
         return (f"Scan(sources={len(self.sources)}, columns={self.columns}, filter={self.filter!r}, "
-                f"limit={self.limit})")
+                f"limit={self.limit}, offset={self.offset})")
 
     def _repr_html_(self) -> str:
         import html
@@ -280,13 +297,14 @@ def _select(a: Array, idx: np.ndarray | None) -> Any:
 
 def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | None = None,
          limit: int | None = None, batch_size: int | None = None,
-         limits: ReaderLimits | None = None) -> Scan:
+         limits: ReaderLimits | None = None, offset: int = 0) -> Scan:
     """Scan one or many streams with projection, filter and limit pushdown.
 
     ``source``: a path, bytes-like object, binary file object, a list of those, or a glob
     pattern. ``columns``: the fields to return (default: all). ``filter``: a
-    ``vortex_io.expr`` expression. ``limit``: at most this many rows. ``batch_size``: split
-    output batches to at most this many rows.
+    ``vortex_io.expr`` expression. ``limit``: at most this many rows. ``offset``: skip this
+    many matching rows first (without a filter, whole chunks are skipped undecoded).
+    ``batch_size``: split output batches to at most this many rows.
     """
     return Scan(source, columns=columns, filter=filter, limit=limit, batch_size=batch_size,
-                limits=limits)
+                limits=limits, offset=offset)
