@@ -13,7 +13,7 @@ True
 """
 
 from . import compute, dtype, expr
-from . import encodings as _encodings  # noqa: F401  (registers built-in encodings)
+from . import encodings as _encodings
 from .array import Array, Encoding, get_encoding, register_encoding, registered_encodings
 from .errors import (
     LimitExceededError,
@@ -107,3 +107,10 @@ def array(obj, dtype=None) -> Array:
 
 
 dtype_mod = dtype
+
+
+# The inverted-index encoding registers itself through the public API, as a user's
+# encoding module would; it is imported last because it needs the package initialized.
+from .encodings.inverted_index import InvertedIndex as _InvertedIndex  # noqa: E402
+
+_encodings.InvertedIndex = _InvertedIndex  # type: ignore[attr-defined]

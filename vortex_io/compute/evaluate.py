@@ -43,7 +43,7 @@ def check_expr(e: Expr, d: dt.DType) -> None:
         _, left, right = e.normalized()
         check_expr(left, d)
         check_expr(right, d)
-        if isinstance(left, Column) and isinstance(right, Literal):
+        if isinstance(left, Column) and isinstance(right, Literal) and right.value is not None:
             from .kernels import coerce_literal
 
             coerce_literal(d.field(left.name), right.value)  # type: ignore[union-attr]

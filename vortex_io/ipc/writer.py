@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import dtype as dt
@@ -130,10 +130,11 @@ class StreamWriter:
     """
 
     def __init__(self, sink: Any, dtype: Any, *, metadata: MetadataLike = None,
-                 compress: bool = False) -> None:
+                 compress: bool = False, encodings: Mapping[str, str] | None = None) -> None:
         self.dtype = coerce_dtype(dtype)
         self.metadata = Metadata.coerce(metadata)
-        self.compress = compress
+        self.compress = compress or bool(encodings)
+        self.encodings = dict(encodings) if encodings else None
         self._sink = _Sink(sink)
         self._enc = MessageEncoder()
         self._closed = False
@@ -147,7 +148,7 @@ class StreamWriter:
         if self.compress:
             from ..compress import compress
 
-            return compress(a)
+            return compress(a, encodings=self.encodings)
         return a
 
     def write(self, data: Any, *, metadata: MetadataLike = None) -> int:
@@ -261,11 +262,13 @@ class AsyncStreamWriter:
 
 
 def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: bool = True,
-              chunk_rows: int = 65_536, dtype: Any = None) -> int:
+              chunk_rows: int = 65_536, dtype: Any = None,
+              encodings: Mapping[str, str] | None = None) -> int:
     """Write ``data`` as a whole stream, ``chunk_rows`` rows per message; returns bytes written.
 
     ``data``: a ``vortex_io.Array``, Arrow data, numpy array, list, or an object exporting
     the Arrow PyCapsule interface. ``compress=False`` always writes canonical arrays.
+    ``encodings`` forces an encoding per column, e.g. ``{"city": "vortex_io.inverted_index"}``.
 
     >>> import io, pyarrow as pa, vortex_io as vio
     >>> n = vio.write_ipc(io.BytesIO(), pa.table({"x": list(range(10))}), chunk_rows=4)
@@ -293,7 +296,7 @@ def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: 
             dtype = coerce_dtype(data.schema)
         else:
             dtype = coerce_dtype(pa.field("", data.type, True))
-    with StreamWriter(sink, dtype, metadata=metadata, compress=compress) as w:
+    with StreamWriter(sink, dtype, metadata=metadata, compress=compress, encodings=encodings) as w:
         wrote = 0
         for piece in _rechunk(data, chunk_rows):
             wrote += w.write(piece)

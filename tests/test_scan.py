@@ -1,0 +1,299 @@
+"""The scan API and filter expressions: results equal pyarrow filtering the decoded table.
+
+Predicates are generated with hypothesis and translated to pyarrow dataset expressions,
+which follow the same SQL (Kleene) semantics; ``Table.filter`` keeps rows where the
+predicate is true.
+"""
+
+from __future__ import annotations
+
+import decimal
+import io
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import vortex_io as vio
+from vortex_io.compute.expr import And, Column, Compare, IsIn, IsNull, Literal, Not, Or
+from vortex_io.expr import col
+
+TS = pa.timestamp("us", "UTC")
+
+
+def make_table(n: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    i = rng.integers(-50, 50, n)
+    f = rng.normal(0, 10, n).round(1)
+    f[rng.random(n) < 0.05] = np.nan
+    s = np.array(["apple", "pear", "fig", "kiwi", ""])[rng.integers(0, 5, n)]
+    null = rng.random(n) < 0.1
+    return pa.table({
+        "i": pa.array(i, mask=null),
+        "u8": pa.array(rng.integers(0, 255, n).astype(np.uint8)),
+        "f": pa.array(f, mask=rng.random(n) < 0.1),
+        "s": pa.array(s, mask=rng.random(n) < 0.1),
+        "b": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.1),
+        "ts": pa.array(np.sort(rng.integers(0, 10**9, n)), TS),
+        "d": pa.array([None if k % 7 == 0 else decimal.Decimal(k % 100) / 4 for k in range(n)],
+                      pa.decimal128(9, 2)),
+    })
+
+
+TABLE = make_table(3000)
+
+
+def stream_of(table: pa.Table, chunk_rows: int = 700) -> bytes:
+    buf = io.BytesIO()
+    vio.write_ipc(buf, table, chunk_rows=chunk_rows)
+    return buf.getvalue()
+
+
+DATA = stream_of(TABLE)
+
+_PA_OPS = {"eq": "__eq__", "neq": "__ne__", "lt": "__lt__", "lte": "__le__", "gt": "__gt__",
+           "gte": "__ge__"}
+
+
+def to_pyarrow(e, schema: pa.Schema) -> pc.Expression:
+    if isinstance(e, Column):
+        return pc.field(e.name)
+    if isinstance(e, Literal):
+        return pc.scalar(e.value)
+    if isinstance(e, Compare):
+        left, right = e.left, e.right
+        lp = to_pyarrow(left, schema)
+        if isinstance(left, Column) and isinstance(right, Literal):
+            t = schema.field(left.name).type
+            v = right.value
+            if pa.types.is_integer(t) and isinstance(v, float):
+                lp = lp.cast(pa.float64())
+                rp = pc.scalar(v)
+            elif pa.types.is_integer(t) and t.bit_width < 64:
+                lp = lp.cast(pa.int64())  # literals outside the column's range stay exact
+                rp = pc.scalar(pa.scalar(v, pa.int64()))
+            elif pa.types.is_decimal(t):
+                rp = pc.scalar(pa.scalar(v, pa.decimal128(12, 3)))
+            else:
+                rp = pc.scalar(pa.scalar(v, t))
+        else:
+            rp = to_pyarrow(right, schema)
+        return getattr(lp, _PA_OPS[e.op])(rp)
+    if isinstance(e, And):
+        return to_pyarrow(e.left, schema) & to_pyarrow(e.right, schema)
+    if isinstance(e, Or):
+        return to_pyarrow(e.left, schema) | to_pyarrow(e.right, schema)
+    if isinstance(e, Not):
+        return ~to_pyarrow(e.child, schema)
+    if isinstance(e, IsNull):
+        f = to_pyarrow(e.child, schema)
+        return f.is_valid() if e.negated else f.is_null()
+    if isinstance(e, IsIn):
+        t = schema.field(e.child.name).type
+        vals = pa.array([v for v in e.values if v is not None], type=t)
+        inner = to_pyarrow(e.child, schema).isin(vals)
+        # SQL: a null row gives null, not false
+        return pc.if_else(to_pyarrow(e.child, schema).is_valid(), inner,
+                          pc.scalar(pa.scalar(None, pa.bool_())))
+    raise TypeError(e)
+
+
+def _rows(t: pa.Table) -> list:
+    def norm(v):
+        return "NaN" if isinstance(v, float) and v != v else v
+
+    return [tuple(norm(v) for v in r.values()) for r in t.to_pylist()]
+
+
+def same(got: pa.Table, exp: pa.Table) -> bool:
+    """Equal schemas and values (NaN equal to NaN, unlike Table.equals)."""
+    return got.schema == exp.schema and _rows(got) == _rows(exp)
+
+
+def expected(table: pa.Table, e, columns=None) -> pa.Table:
+    out = table.filter(to_pyarrow(e, table.schema)) if e is not None else table
+    return out.select(columns) if columns is not None else out
+
+
+# -- generated predicates -------------------------------------------------------------------
+
+leaf = st.one_of(
+    st.tuples(st.just("i"), st.sampled_from(["eq", "neq", "lt", "lte", "gt", "gte"]),
+              st.one_of(st.integers(-60, 60), st.sampled_from([2.5, -0.5, 1e20, -1e20]))),
+    st.tuples(st.just("u8"), st.sampled_from(["eq", "lt", "gte"]), st.integers(-5, 300)),
+    st.tuples(st.just("f"), st.sampled_from(["eq", "neq", "lt", "gt"]),
+              st.sampled_from([0.0, -3.5, 1.2, 100.0, math.inf])),
+    st.tuples(st.just("s"), st.sampled_from(["eq", "neq", "lt", "gte"]),
+              st.sampled_from(["apple", "fig", "", "zzz", "b"])),
+    st.tuples(st.just("ts"), st.sampled_from(["lt", "gte", "eq"]), st.integers(0, 10**9)),
+    st.tuples(st.just("d"), st.sampled_from(["eq", "lt", "gt"]),
+              st.sampled_from(["0.25", "10.5", "24.75", "-1"])),
+)
+
+
+def leaf_expr(t):
+    name, op, v = t
+    c = col(name)
+    if name == "ts":
+        v = pa.scalar(v, TS)
+    if name == "d":
+        v = decimal.Decimal(v)
+    return Compare(op, c, Literal(v))
+
+
+other_leaf = st.one_of(
+    st.sampled_from(["i", "f", "s", "b", "d"]).map(lambda n: col(n).is_null()),
+    st.sampled_from(["i", "f", "s", "b"]).map(lambda n: col(n).is_not_null()),
+    st.lists(st.integers(-55, 55), min_size=1, max_size=4).map(lambda v: col("i").is_in(v)),
+    st.lists(st.sampled_from(["apple", "fig", "nope", ""]), min_size=1, max_size=3).map(
+        lambda v: col("s").is_in(v)),
+    st.tuples(st.integers(-40, 0), st.integers(0, 40)).map(lambda t: col("i").between(*t)),
+    st.just(col("b") == True),  # noqa: E712 - builds an expression
+)
+
+exprs = st.recursive(
+    st.one_of(leaf.map(leaf_expr), other_leaf),
+    lambda children: st.one_of(
+        st.tuples(children, children).map(lambda t: t[0] & t[1]),
+        st.tuples(children, children).map(lambda t: t[0] | t[1]),
+        children.map(lambda c: ~c),
+    ),
+    max_leaves=4,
+)
+
+
+@given(exprs)
+def test_scan_matches_pyarrow_filter(e):
+    got = vio.scan(DATA, filter=e).to_arrow()
+    exp = expected(TABLE, e)
+    assert got.num_rows == exp.num_rows, repr(e)
+    assert same(got, exp), repr(e)
+
+
+@given(exprs, st.lists(st.sampled_from(TABLE.column_names), min_size=1, max_size=3, unique=True))
+def test_scan_projection_and_filter(e, columns):
+    got = vio.scan(DATA, columns=columns, filter=e).to_arrow()
+    assert got.schema.names == columns
+    assert same(got, expected(TABLE, e, columns))
+
+
+def test_scan_without_filter_returns_everything_in_order():
+    s = vio.scan(DATA)
+    assert s.schema == TABLE.schema
+    assert same(s.to_arrow(), TABLE)
+    assert s.stats.rows_returned == TABLE.num_rows
+    assert s.stats.chunks == math.ceil(TABLE.num_rows / 700)
+
+
+@pytest.mark.parametrize("limit", [0, 1, 699, 700, 701, 2999, 3000, 5000])
+def test_limit(limit):
+    s = vio.scan(DATA, limit=limit)
+    assert same(s.to_arrow(), TABLE.slice(0, limit))
+    e = col("i") > 0
+    got = vio.scan(DATA, filter=e, limit=limit).to_arrow()
+    assert same(got, expected(TABLE, e).slice(0, limit))
+
+
+def test_limit_stops_reading_early():
+    s = vio.scan(DATA, limit=10)
+    s.to_arrow()
+    assert s.stats.chunks == 1
+
+
+def test_batch_size():
+    batches = list(vio.scan(DATA, batch_size=256))
+    assert max(b.num_rows for b in batches) == 256
+    assert same(pa.Table.from_batches(batches), TABLE)
+
+
+def test_empty_projection_counts_rows():
+    assert vio.scan(DATA, columns=[]).to_arrow().num_rows == TABLE.num_rows
+    assert vio.scan(DATA, columns=[], filter=col("u8") < 10).to_arrow().num_rows == \
+        expected(TABLE, col("u8") < 10).num_rows
+
+
+def test_pruning_by_statistics():
+    # ts is sorted: a cutoff inside the first chunk prunes every later chunk
+    cutoff = TABLE["ts"][100]
+    s = vio.scan(DATA, filter=col("ts") < cutoff)
+    got = s.to_arrow()
+    assert same(got, expected(TABLE, col("ts") < cutoff))
+    assert s.stats.chunks == 5 and s.stats.chunks_pruned == 4
+    s = vio.scan(DATA, filter=(col("i") > 1000) | col("s").is_in(["zzz", "zz"]))
+    assert s.to_arrow().num_rows == 0
+    assert s.stats.chunks_pruned == s.stats.chunks == 5
+
+
+def test_stats_show_selective_decoding():
+    s = vio.scan(DATA, columns=["i"], filter=col("s") == "fig")
+    got = s.to_arrow()
+    assert same(got, expected(TABLE, col("s") == "fig", ["i"]))
+    st_ = s.stats
+    assert st_.rows_scanned == TABLE.num_rows
+    assert st_.rows_returned == got.num_rows
+    assert 0 < st_.bytes_canonicalized < TABLE.nbytes / 4
+
+
+def test_multiple_sources_list_and_glob(tmp_path):
+    paths = []
+    for k in range(3):
+        p = tmp_path / f"part-{k}.vxipc"
+        vio.write_ipc(str(p), TABLE.slice(k * 1000, 1000), chunk_rows=300)
+        paths.append(str(p))
+    e = col("s") == "kiwi"
+    assert same(vio.scan(paths, filter=e).to_arrow(), expected(TABLE, e))
+    g = vio.scan(str(tmp_path / "part-*.vxipc"), filter=e)
+    assert g.stats.sources == 3
+    assert same(g.to_arrow(), expected(TABLE, e))
+    with pytest.raises(FileNotFoundError):
+        vio.scan(str(tmp_path / "nothing-*.vxipc"))
+
+
+def test_sources_must_share_a_dtype(tmp_path):
+    a, b = tmp_path / "a.vxipc", tmp_path / "b.vxipc"
+    vio.write_ipc(str(a), pa.table({"x": [1]}))
+    vio.write_ipc(str(b), pa.table({"x": ["s"]}))
+    with pytest.raises(vio.VortexIPCError, match="differs"):
+        vio.scan([str(a), str(b)]).to_arrow()
+
+
+def test_schema_known_before_reading_data():
+    s = vio.scan(DATA, columns=["s", "i"])
+    assert s.schema.names == ["s", "i"]
+    assert s.stats.chunks == 0
+
+
+def test_bad_column_and_bad_literal_are_clear_errors():
+    with pytest.raises(KeyError, match="no column 'nope'"):
+        vio.scan(DATA, filter=col("nope") == 1)
+    with pytest.raises(KeyError, match="nope"):
+        vio.scan(DATA, columns=["nope"])
+    with pytest.raises(TypeError, match="cannot compare"):
+        vio.scan(DATA, filter=col("i") == "text")
+    with pytest.raises(TypeError, match="truth value"):
+        bool(col("i") == 1)
+
+
+def test_comparison_with_null_literal_is_null():
+    assert vio.scan(DATA, filter=col("i") == None).to_arrow().num_rows == 0  # noqa: E711
+    assert vio.scan(DATA, filter=~(col("i") == None)).to_arrow().num_rows == 0  # noqa: E711
+
+
+def test_reversed_comparison_and_literal_side():
+    assert same(vio.scan(DATA, filter=5 < col("i")).to_arrow(), expected(TABLE, col("i") > 5))
+
+
+def test_scan_non_struct_stream():
+    buf = io.BytesIO()
+    vio.write_ipc(buf, pa.array([3, 1, None, 7]))
+    t = vio.scan(buf.getvalue()).to_arrow()
+    assert t.column(0).to_pylist() == [3, 1, None, 7]
+
+
+def test_scan_is_an_arrow_stream():
+    t = pa.table(vio.scan(DATA, filter=col("b") == True))  # noqa: E712
+    assert same(t, expected(TABLE, col("b") == True))  # noqa: E712
