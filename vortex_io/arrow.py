@@ -299,3 +299,29 @@ def _arrowable(d: dt.DType, v: Any) -> Any:
     if isinstance(d, (dt.List, dt.FixedSizeList)):
         return [_arrowable(d.element, x) for x in v]
     return v
+
+
+def schema_metadata_pairs(schema: pa.Schema) -> list[tuple[bytes, bytes]]:
+    """Every (key, value) pair of an Arrow schema's custom metadata, duplicates and order
+    kept (``pa.Schema.metadata`` returns a dict, which drops duplicate keys).
+
+    Reads the pairs from the schema's IPC serialization with the bounds-checked
+    FlatBuffers reader.
+    """
+    if not schema.metadata:
+        return []
+    from .ipc.flatbuf import root
+
+    raw = memoryview(schema.serialize())
+    if raw[:4].tobytes() == b"\xff\xff\xff\xff":
+        raw = raw[8:]
+    else:
+        raw = raw[4:]
+    msg = root(raw, "Arrow Message")
+    header = msg.table(2, "Arrow Schema")
+    if header is None:
+        return list(schema.metadata.items())
+    pairs = []
+    for kv in header.tables(2, "Arrow KeyValue"):
+        pairs.append((kv.bytes_(0, "key") or b"", kv.bytes_(1, "value") or b""))
+    return pairs

@@ -289,6 +289,10 @@ def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: 
             data = pa.RecordBatchReader.from_stream(data)
         elif hasattr(data, "__arrow_c_array__"):
             data = pa.array(data)
+    if metadata is None and isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
+        from ..arrow import schema_metadata_pairs
+
+        metadata = schema_metadata_pairs(data.schema) or None  # Arrow schema metadata carries over
     if dtype is None:
         if isinstance(data, Array):
             dtype = data.dtype
