@@ -10,10 +10,14 @@ Add an encoding the way the built-ins do: subclass ``vortex_io.Encoding``, give 
 """
 
 from . import (  # noqa: F401  (import registers)
+    alp,
+    alprd,
     bool_,
+    bytebool,
     chunked,
     constant,
     decimal,
+    dict_,
     ext,
     fixed_size_list,
     list_,
@@ -21,6 +25,9 @@ from . import (  # noqa: F401  (import registers)
     masked,
     null,
     primitive,
+    runend,
+    sequence,
+    sparse,
     struct_,
     varbin,
     varbinview,

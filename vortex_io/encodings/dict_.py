@@ -1,0 +1,389 @@
+"""``vortex.dict``: integer codes into a dictionary of values of any dtype.
+
+Wire layout (0.93): no buffers; children ``codes`` (primitive of ``codes_ptype``, n) and
+``values`` (the node's dtype, ``values_len``). The codes are nullable when
+``DictMetadata.is_nullable_codes`` says so (else: when the dtype is); a null code is a
+null row. vortex-data's compressor writes nullable codes for numbers, and for strings a
+null *value* in the dictionary with non-nullable codes.
+
+Decoding gathers the canonical values with the codes (vectorized; see ``take_canonical``,
+also used by ``vortex.runend`` and ``vortex.sparse``).
+
+>>> import pyarrow as pa
+>>> d = dict_encode(pa.array(["a", "b", None, "a"]))
+>>> d.encoding, len(d.children[1]), d.to_arrow().to_pylist()
+('vortex.dict', 3, ['a', 'b', None, 'a'])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from ..errors import MalformedStreamError, UnsupportedError
+from ..limits import DEFAULT_LIMITS
+from ..proto import ProtoWriter, parse
+from ._common import int_ptype_of
+
+__all__ = [
+    "DictMeta",
+    "dict_array",
+    "dict_codes_and_values",
+    "dict_encode",
+    "narrowest_uint",
+    "take_canonical",
+    "repeat_canonical",
+    "estimate_row_width",
+]
+
+
+@dataclass(frozen=True)
+class DictMeta:
+    """``DictMetadata``: 1 values_len u32; 2 codes_ptype; 3 is_nullable_codes opt; 4
+    all_values_referenced opt."""
+
+    values_len: int
+    codes_ptype: dt.PType
+    is_nullable_codes: bool | None = None
+    all_values_referenced: bool | None = None
+
+    @classmethod
+    def decode(cls, raw: bytes) -> DictMeta:
+        f = parse(raw, "DictMetadata")
+        return cls(
+            values_len=f.get_uint(1, 0, bits=32),  # type: ignore[arg-type]
+            codes_ptype=int_ptype_of(f.get_uint(2, 0), "vortex.dict codes"),  # type: ignore[arg-type]
+            is_nullable_codes=f.get_bool(3, None),
+            all_values_referenced=f.get_bool(4, None),
+        )
+
+    def encode(self) -> bytes:
+        w = ProtoWriter().varint(1, self.values_len).varint(2, int(self.codes_ptype))
+        if self.is_nullable_codes is not None:
+            w.varint(3, int(self.is_nullable_codes), always=True)
+        if self.all_values_referenced is not None:
+            w.varint(4, int(self.all_values_referenced), always=True)
+        return w.finish()
+
+
+def estimate_row_width(d: dt.DType) -> int:
+    """Rough decoded bytes per row of dtype ``d`` (used to bound expansions)."""
+    from .constant import _estimate_width
+
+    return _estimate_width(d)
+
+
+class DictEncoding(Encoding):
+    id = "vortex.dict"
+
+    def parse_metadata(self, raw: bytes, dtype: dt.DType, length: int) -> DictMeta:
+        return DictMeta.decode(raw)
+
+    def child_specs(self, dtype: dt.DType, length: int, meta: DictMeta, parts: ArrayParts):
+        if parts.nchildren != 2:
+            raise MalformedStreamError(f"vortex.dict takes 2 children (codes, values), got {parts.nchildren}")
+        nullable_codes = dtype.nullable if meta.is_nullable_codes is None else meta.is_nullable_codes
+        if nullable_codes and not dtype.nullable:
+            raise MalformedStreamError(f"vortex.dict: nullable codes for a non-nullable {dtype!r}")
+        return [(dt.Primitive(meta.codes_ptype, nullable_codes), length), (dtype, meta.values_len)]
+
+    def validate(self, arr: Array, limits) -> None:
+        n = len(arr)
+        meta: DictMeta = arr.meta
+        if meta.values_len == 0 and n and not arr.children[0].dtype.nullable:
+            raise MalformedStreamError(f"vortex.dict: {n} non-null codes into an empty dictionary")
+        check_decoded_size(n * estimate_row_width(arr.dtype), f"vortex.dict of {n} rows", limits)
+
+    def canonicalize(self, arr: Array) -> Array:
+        from .primitive import primitive_values
+
+        n = len(arr)
+        codes_arr, values = arr.children
+        c = codes_arr.canonical()
+        if not isinstance(c.dtype, dt.Primitive) or not c.dtype.ptype.is_int:
+            raise MalformedStreamError(f"vortex.dict codes must be integers, not {c.dtype!r}")
+        codes, valid = primitive_values(c)
+        nvals = len(values)
+        idx = checked_indices(codes, valid, nvals, "vortex.dict codes")
+        if valid is not None and not valid.any():
+            return _all_null(arr.dtype, n)
+        return take_canonical(values.canonical(), idx, valid, arr.dtype)
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        codes, values = arr.children
+        meta: DictMeta = arr.meta
+        return dict_array(codes.slice(start, stop), values, all_values_referenced=False,
+                          dtype=arr.dtype, is_nullable_codes=meta.is_nullable_codes)
+
+    def describe(self, arr: Array) -> str:
+        m: DictMeta = arr.meta
+        return f"values={m.values_len}, codes={m.codes_ptype.short}"
+
+    def child_names(self, arr: Array) -> list[str]:
+        return ["codes", "values"]
+
+
+DICT = register_encoding(DictEncoding())
+
+
+def dict_array(codes: Array, values: Array, *, all_values_referenced: bool | None = None,
+               dtype: dt.DType | None = None, is_nullable_codes: bool | None = None) -> Array:
+    """A ``vortex.dict`` array; ``codes`` are integers (nullable codes make null rows)."""
+    if not isinstance(codes.dtype, dt.Primitive) or not codes.dtype.ptype.is_int:
+        raise TypeError(f"dictionary codes must be integers, not {codes.dtype!r}")
+    if dtype is None:
+        dtype = values.dtype.with_nullable(values.dtype.nullable or codes.dtype.nullable)
+    if codes.dtype.nullable and not dtype.nullable:
+        raise TypeError("nullable codes need a nullable dtype")
+    meta = DictMeta(len(values), codes.dtype.ptype,
+                    codes.dtype.nullable if is_nullable_codes is None else is_nullable_codes,
+                    all_values_referenced)
+    if values.dtype != dtype:
+        raise TypeError(f"dictionary values of {values.dtype!r} for a dict of {dtype!r}")
+    a = Array(DICT, dtype, len(codes), metadata=meta.encode(), children=[codes, values])
+    a._cache["meta"] = meta
+    return a
+
+
+def dict_codes_and_values(array: Array) -> tuple[Array, Array]:
+    """(codes, values) of a ``vortex.dict`` array, without decoding either (for kernels)."""
+    if array.encoding != DICT.id:
+        raise TypeError(f"not a vortex.dict array: {array.encoding}")
+    return array.children[0], array.children[1]
+
+
+# -- gathers shared by dict, runend, sparse ----------------------------------------------
+
+
+def checked_indices(codes: np.ndarray, valid: np.ndarray | None, bound: int, what: str) -> np.ndarray:
+    """``codes`` as indices in ``[0, bound)`` (any integer dtype: numpy indexes with it
+    directly). Codes under null positions may be anything: out-of-range ones are zeroed.
+    Raises ``MalformedStreamError`` on an out-of-range code at a valid position."""
+    if len(codes) == 0:
+        return np.zeros(0, dtype=np.intp)
+    if int(codes.max()) < bound and (codes.dtype.kind == "u" or int(codes.min()) >= 0):
+        return codes
+    bad = codes >= bound
+    if codes.dtype.kind == "i":
+        bad |= codes < 0
+    if valid is None or (bad & valid).any():
+        raise MalformedStreamError(f"{what}: a code falls outside the {bound} values")
+    return np.where(bad, 0, codes)
+
+
+def _all_null(d: dt.DType, n: int) -> Array:
+    import pyarrow as pa
+
+    from ..arrow import from_arrow
+
+    return from_arrow(pa.nulls(n, type=d.to_arrow()), dtype=d)
+
+
+def _with_validity(valid: np.ndarray | None) -> Array | None:
+    from .bool_ import bool_array
+
+    return None if valid is None else bool_array(valid)
+
+
+def _combine(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a & b
+
+
+def take_canonical(values: Array, idx: np.ndarray, valid: np.ndarray | None = None,
+                   dtype: dt.DType | None = None) -> Array:
+    """Rows ``values[idx]`` of a canonical array, as a canonical array of ``dtype``.
+
+    ``idx`` are in-range intp indices; ``valid`` (optional) marks rows to null out.
+    Primitive, bool, utf8/binary and extension values gather with numpy; other dtypes go
+    through Arrow's ``take``.
+    """
+    from ._common import validity_mask
+    from .bool_ import bool_array, bool_values
+    from .primitive import primitive_array, primitive_values
+
+    d = dtype if dtype is not None else values.dtype
+    n = len(idx)
+    enc = values.encoding
+    if enc == "vortex.primitive":
+        vals, vmask = primitive_values(values)
+        m = _combine(vmask[idx] if vmask is not None else None, valid)
+        return primitive_array(vals[idx], _with_validity(m), nullable=d.nullable, ptype=d.ptype)
+    if enc == "vortex.bool":
+        vals = bool_values(values)
+        vmask = validity_mask(values.children[0] if values.children else None, len(values))
+        m = _combine(vmask[idx] if vmask is not None else None, valid)
+        return bool_array(vals[idx], _with_validity(m), nullable=d.nullable)
+    if enc == "vortex.null":
+        from .null import null_array
+
+        return null_array(n)
+    if enc in ("vortex.varbin", "vortex.varbinview") and isinstance(d, (dt.Utf8, dt.Binary)):
+        return _take_varbin(values, idx, valid, d)
+    if enc == "vortex.ext" and isinstance(d, dt.Extension):
+        from .ext import ext_array
+
+        return ext_array(d, take_canonical(values.children[0].canonical(), idx, valid, d.storage))
+    return _take_arrow(values, idx, valid, d)
+
+
+def _take_arrow(values: Array, idx: np.ndarray, valid: np.ndarray | None, d: dt.DType) -> Array:
+    import pyarrow as pa
+
+    from ..arrow import from_arrow
+
+    a = values.to_arrow()
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks()
+    check_decoded_size(a.nbytes * (len(idx) // max(len(a), 1) + 1), "dictionary gather")
+    ind = pa.array(idx, mask=None if valid is None else ~valid)
+    return from_arrow(a.take(ind), dtype=d)
+
+
+def _take_varbin(values: Array, idx: np.ndarray, valid: np.ndarray | None, d: dt.DType) -> Array:
+    """Gather strings: offsets with numpy, bytes with one fancy-index over the data."""
+    from ._common import validity_mask
+    from .primitive import primitive_array
+    from .varbin import varbin_array
+
+    if values.encoding == "vortex.varbin":
+        offs = values.vtable.offsets(values)
+        data = values.buffers[0]
+        vchild = values.children[1] if len(values.children) > 1 else None
+    else:  # varbinview -> go through Arrow's string layout once (dictionaries are small)
+        import pyarrow as pa
+
+        from ..arrow import from_arrow
+
+        a = values.to_arrow()
+        if isinstance(a, pa.ChunkedArray):
+            a = a.combine_chunks()
+        return _take_varbin(from_arrow(a, dtype=values.dtype), idx, valid, d)
+    vmask = validity_mask(vchild, len(values))
+    m = _combine(vmask[idx] if vmask is not None else None, valid)
+    offs = offs.astype(np.int64, copy=False)
+    starts = offs[:-1]
+    lens = offs[1:] - starts
+    row_lens = lens[idx]
+    if m is not None:
+        row_lens = np.where(m, row_lens, 0)
+    total = int(row_lens.sum())
+    check_decoded_size(total + 8 * len(idx), "string dictionary gather", DEFAULT_LIMITS)
+    out_offs = np.empty(len(idx) + 1, dtype=np.int64)
+    out_offs[0] = 0
+    np.cumsum(row_lens, out=out_offs[1:])
+    out = _gather_bytes(np.asarray(data), starts, lens, idx, row_lens, out_offs, total)
+    offs_t = np.int32 if total < 2**31 else np.int64
+    return varbin_array(d, primitive_array(out_offs.astype(offs_t)), out, _with_validity(m))
+
+
+def _gather_bytes(data: np.ndarray, starts: np.ndarray, lens: np.ndarray, idx: np.ndarray,
+                  row_lens: np.ndarray, out_offs: np.ndarray, total: int) -> np.ndarray:
+    """Concatenate ``data[starts[i]:starts[i]+lens[i]]`` for i in idx (lengths row_lens)."""
+    if total == 0:
+        return np.zeros(0, dtype=np.uint8)
+    maxlen = int(lens.max()) if len(lens) else 0
+    nvals = len(starts)
+    if maxlen <= 32 and nvals * maxlen <= (1 << 24):
+        # pad each dictionary entry to maxlen bytes, gather rows, then drop the padding
+        padded = np.zeros((nvals, maxlen), dtype=np.uint8)
+        col = np.arange(maxlen)
+        keep = col[None, :] < lens[:, None]
+        src = (starts[:, None] + col[None, :])[keep]
+        padded[keep] = data[src]
+        rows = padded[idx]
+        return rows[col[None, :] < row_lens[:, None]]
+    # general case: one index per output byte
+    rep_start = np.repeat(starts[idx] - out_offs[:-1], row_lens)
+    pos = np.arange(total, dtype=np.int64) + rep_start
+    return data[pos]
+
+
+def repeat_canonical(values: Array, counts: np.ndarray, dtype: dt.DType | None = None) -> Array:
+    """Each row of a canonical array repeated ``counts[i]`` times (run-end decoding)."""
+    from ._common import validity_mask
+    from .bool_ import bool_array, bool_values
+    from .primitive import primitive_array, primitive_values
+
+    d = dtype if dtype is not None else values.dtype
+    if values.encoding == "vortex.primitive":
+        vals, vmask = primitive_values(values)
+        m = None if vmask is None else np.repeat(vmask, counts)
+        return primitive_array(np.repeat(vals, counts), _with_validity(m), nullable=d.nullable,
+                               ptype=d.ptype)
+    if values.encoding == "vortex.bool":
+        vmask = validity_mask(values.children[0] if values.children else None, len(values))
+        m = None if vmask is None else np.repeat(vmask, counts)
+        return bool_array(np.repeat(bool_values(values), counts), _with_validity(m), nullable=d.nullable)
+    idx = np.repeat(np.arange(len(values), dtype=np.intp), counts)
+    return take_canonical(values, idx, None, d)
+
+
+# -- encoding -----------------------------------------------------------------------------
+
+
+def narrowest_uint(maximum: int) -> dt.PType:
+    """The narrowest unsigned ptype holding ``maximum``."""
+    for p in (dt.PType.U8, dt.PType.U16, dt.PType.U32, dt.PType.U64):
+        if maximum < 1 << (8 * p.byte_width):
+            return p
+    raise ValueError(f"{maximum} does not fit in 64 bits")
+
+
+def _to_vortex(array: Any) -> Array:
+    if isinstance(array, Array):
+        return array
+    from ..arrow import from_arrow
+
+    return from_arrow(array)
+
+
+def dict_encode(array: Any) -> Array:
+    """Dictionary-encode an array (a ``vortex_io.Array`` or Arrow array).
+
+    Values are deduplicated (floats by bit pattern, so ``-0.0``, ``0.0`` and NaN payloads
+    stay distinct) in first-occurrence order; codes use the narrowest unsigned type.
+    Nulls follow vortex-data: primitive arrays get nullable codes; other dtypes (strings,
+    binary, ...) get a null dictionary value and non-nullable codes.
+    """
+    import pyarrow as pa
+
+    from ..arrow import from_arrow
+    from .primitive import primitive_array, primitive_values
+
+    arr = _to_vortex(array)
+    c = arr.canonical()
+    d = arr.dtype
+    if isinstance(d, dt.Primitive):
+        vals, valid = primitive_values(c)
+        key = vals.view(d.ptype.to_unsigned().np_dtype) if d.ptype.is_float else vals
+        if valid is not None and valid.all():
+            valid = None
+        enc = pa.array(key, mask=None if valid is None else ~valid).dictionary_encode()
+        uniq = np.asarray(enc.dictionary.to_numpy(zero_copy_only=False)).astype(key.dtype, copy=False)
+        ind = enc.indices
+        codes = np.asarray(ind.fill_null(0) if valid is not None else ind).astype(np.int64, copy=False)
+        cp = narrowest_uint(max(len(uniq) - 1, 0))
+        codes_arr = primitive_array(codes.astype(cp.np_dtype), _with_validity(valid),
+                                    nullable=d.nullable)
+        values = primitive_array(uniq.view(d.ptype.np_dtype), nullable=d.nullable, ptype=d.ptype)
+        return dict_array(codes_arr, values, all_values_referenced=True, dtype=d)
+    a = c.to_arrow()
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks()
+    try:
+        enc = a.dictionary_encode(null_encoding="encode")
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as e:
+        raise UnsupportedError(f"cannot dictionary-encode {d!r}: {e}") from None
+    codes = np.asarray(enc.indices).astype(np.int64, copy=False)
+    cp = narrowest_uint(max(len(enc.dictionary) - 1, 0))
+    values = from_arrow(enc.dictionary, dtype=d)
+    return dict_array(primitive_array(codes.astype(cp.np_dtype)), values, all_values_referenced=True,
+                      dtype=d)

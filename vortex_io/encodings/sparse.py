@@ -1,0 +1,304 @@
+"""``vortex.sparse``: a fill value everywhere except at a few patched positions.
+
+Wire layout (0.93): buffer 0 is the fill value as ``ScalarValue`` bytes; metadata is
+``SparseMetadata`` (1: ``PatchesMetadata``, required); children ``indices`` (unsigned,
+sorted) and ``values`` (the node's dtype, possibly with nulls). Row ``indices[k] -
+offset`` holds ``values[k]``. vortex-data refuses sparse arrays without patches, so the
+encoder writes a ``vortex.constant`` then.
+
+Also home of ``slice_patches``, shared with ``vortex.alp`` and ``vortex.alprd``.
+
+>>> import numpy as np
+>>> from vortex_io.encodings.primitive import primitive_array
+>>> s = sparse_encode(primitive_array(np.array([0, 0, 5, 0, 0, 7])))
+>>> s.encoding, s.to_arrow().to_pylist(), s.slice(3, 6).to_arrow().to_pylist()
+('vortex.sparse', [0, 0, 5, 0, 0, 7], [0, 0, 7])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from ..errors import MalformedStreamError, UnsupportedError
+from ..proto import ProtoWriter, parse
+from ..scalar import value_from_proto, value_to_proto
+from ._common import canonical_ints
+from .dict_ import estimate_row_width, narrowest_uint
+from .patches import PatchesMeta
+
+__all__ = ["sparse_array", "sparse_encode", "sparse_fill_value", "slice_patches",
+           "strict_patch_positions"]
+
+
+def strict_patch_positions(meta: PatchesMeta, indices: Array, n: int, what: str) -> np.ndarray:
+    """Positions ``indices - offset`` of patches, checked sorted and inside ``[0, n)``."""
+    if meta.len == 0:
+        return np.zeros(0, dtype=np.int64)
+    idx = canonical_ints(indices, f"{what} patch indices")
+    if idx.dtype == np.uint64 and int(idx.max()) >= 2**63:
+        raise MalformedStreamError(f"{what}: a patch index does not fit in 63 bits")
+    pos = idx.astype(np.int64, copy=False) - np.int64(meta.offset)
+    if len(pos) > 1 and bool((pos[1:] < pos[:-1]).any()):
+        raise MalformedStreamError(f"{what}: patch indices are not sorted")
+    if int(pos[0]) < 0 or int(pos[-1]) >= n:
+        raise MalformedStreamError(
+            f"{what}: patch at position {int(pos[0]) if pos[0] < 0 else int(pos[-1])} "
+            f"is outside the {n} rows")
+    return pos
+
+
+def slice_patches(meta: PatchesMeta, children: tuple[Array, ...] | list[Array], start: int,
+                  stop: int) -> tuple[PatchesMeta, list[Array]] | None:
+    """The patches of rows ``[start, stop)`` of a node (new metadata with the offset moved
+    by ``start``, and sliced indices and values), or None when none fall in the range.
+
+    Chunk offsets are dropped (they are only a lookup accelerator).
+    """
+    if meta.len == 0:
+        return None
+    indices, values = children[0], children[1]
+    idx = canonical_ints(indices, "patch indices")
+    lo = int(np.searchsorted(idx, meta.offset + start, side="left"))
+    hi = int(np.searchsorted(idx, meta.offset + stop, side="left"))
+    if hi <= lo:
+        return None
+    m = PatchesMeta(hi - lo, meta.offset + start, meta.indices_ptype)
+    return m, [indices.slice(lo, hi), values.slice(lo, hi)]
+
+
+def _encode_meta(patches: PatchesMeta) -> bytes:
+    return ProtoWriter().message(1, patches.encode()).finish()
+
+
+class SparseEncoding(Encoding):
+    id = "vortex.sparse"
+
+    def parse_metadata(self, raw: bytes, dtype: dt.DType, length: int) -> PatchesMeta:
+        f = parse(raw, "SparseMetadata")
+        pm = f.get_message(1, "SparseMetadata.patches")
+        if pm is None:
+            raise MalformedStreamError("vortex.sparse: SparseMetadata has no patches")
+        meta = PatchesMeta.from_fields(pm, "vortex.sparse")
+        if not meta.indices_ptype.is_unsigned:
+            raise MalformedStreamError(
+                f"vortex.sparse: patch indices must be unsigned, not {meta.indices_ptype.short}")
+        if meta.len > length:
+            raise MalformedStreamError(f"vortex.sparse: {meta.len} patches for {length} rows")
+        return meta
+
+    def nbuffers(self, dtype, meta) -> tuple[int, int]:
+        return (1, 1)
+
+    def child_specs(self, dtype: dt.DType, length: int, meta: PatchesMeta, parts: ArrayParts):
+        if parts.nchildren != 2:
+            raise MalformedStreamError(f"vortex.sparse takes 2 children (indices, values), got {parts.nchildren}")
+        return [(dt.Primitive(meta.indices_ptype), meta.len), (dtype, meta.len)]
+
+    def validate(self, arr: Array, limits) -> None:
+        sparse_fill_value(arr)
+        n = len(arr)
+        check_decoded_size(n * estimate_row_width(arr.dtype), f"vortex.sparse of {n} rows", limits)
+
+    def canonicalize(self, arr: Array) -> Array:
+        from ._common import validity_mask
+        from .bool_ import bool_array, bool_values
+        from .dict_ import _with_validity
+        from .primitive import primitive_array, primitive_values
+
+        n = len(arr)
+        meta: PatchesMeta = arr.meta
+        fill = sparse_fill_value(arr)
+        d = arr.dtype
+        pos = strict_patch_positions(meta, arr.children[0], n, "vortex.sparse")
+        values = arr.children[1].canonical()
+        if isinstance(d, (dt.Primitive, dt.Bool)) and values.encoding in ("vortex.primitive", "vortex.bool"):
+            if isinstance(d, dt.Primitive):
+                pvals, pmask = primitive_values(values)
+                out = np.full(n, 0 if fill is None else fill, dtype=d.ptype.np_dtype)
+            else:
+                pvals = bool_values(values)
+                pmask = validity_mask(values.children[0] if values.children else None, len(values))
+                out = np.full(n, bool(fill), dtype=np.bool_)
+            out[pos] = pvals
+            mask = None
+            if fill is None:
+                mask = np.zeros(n, dtype=np.bool_)
+                mask[pos] = True if pmask is None else pmask
+            elif pmask is not None:
+                mask = np.ones(n, dtype=np.bool_)
+                mask[pos] = pmask
+            if isinstance(d, dt.Primitive):
+                return primitive_array(out, _with_validity(mask), nullable=d.nullable, ptype=d.ptype)
+            return bool_array(out, _with_validity(mask), nullable=d.nullable)
+        return _sparse_generic(d, n, fill, pos, values)
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        from .constant import constant_array
+
+        sl = slice_patches(arr.meta, arr.children, start, stop)
+        if sl is None:
+            return constant_array(sparse_fill_value(arr), stop - start, arr.dtype)
+        m, kids = sl
+        a = Array(self, arr.dtype, stop - start, metadata=_encode_meta(m), buffers=arr.buffers,
+                  children=kids)
+        a._cache["meta"] = m
+        return a
+
+    def describe(self, arr: Array) -> str:
+        return f"patches={arr.meta.len}, fill={sparse_fill_value(arr)!r}"
+
+    def child_names(self, arr: Array) -> list[str]:
+        return ["indices", "values"]
+
+
+SPARSE = register_encoding(SparseEncoding())
+
+
+def sparse_fill_value(arr: Array) -> Any:
+    """The fill value of a ``vortex.sparse`` array as a Python value (None for null)."""
+    try:
+        return arr._cache["fill"]
+    except KeyError:
+        pass
+    raw = arr.buffers[0]
+    if raw.nbytes == 0:
+        if not arr.dtype.nullable:
+            raise MalformedStreamError("vortex.sparse: empty fill value for a non-nullable dtype")
+        v = None
+    else:
+        v = value_from_proto(arr.dtype, raw)
+    arr._cache["fill"] = v
+    return v
+
+
+def _sparse_generic(d: dt.DType, n: int, fill: Any, pos: np.ndarray, values: Array) -> Array:
+    """Any dtype: gather from [patch values..., fill] through Arrow."""
+    import pyarrow as pa
+
+    from ..arrow import from_arrow, python_value_to_arrow
+
+    t = d.to_arrow()
+    vals = values.to_arrow()
+    if isinstance(vals, pa.ChunkedArray):
+        vals = vals.combine_chunks()
+    if vals.type != t:
+        vals = vals.cast(t)
+    fill_arr = pa.array([python_value_to_arrow(d, fill, t) if fill is not None else None], type=t)
+    src = pa.concat_arrays([vals, fill_arr])
+    idx = np.full(n, len(vals), dtype=np.int64)
+    idx[pos] = np.arange(len(vals))
+    return from_arrow(src.take(pa.array(idx)), dtype=d)
+
+
+def sparse_array(indices: Array, values: Array, length: int, fill: Any, dtype: dt.DType | None = None,
+                 offset: int = 0) -> Array:
+    """A ``vortex.sparse`` array: ``fill`` (a Python value, None for null) everywhere except
+    rows ``indices - offset``, which hold ``values``."""
+    d = dtype if dtype is not None else values.dtype
+    if values.dtype != d:
+        raise TypeError(f"sparse values of {values.dtype!r} for a sparse array of {d!r}")
+    if not isinstance(indices.dtype, dt.Primitive) or not indices.dtype.ptype.is_unsigned:
+        raise TypeError(f"sparse indices must be unsigned integers, not {indices.dtype!r}")
+    m = PatchesMeta(len(indices), offset, indices.dtype.ptype)
+    fill_raw = value_to_proto(d, fill)
+    a = Array(SPARSE, d, length, metadata=_encode_meta(m),
+              buffers=[np.frombuffer(fill_raw, dtype=np.uint8)], children=[indices, values])
+    a._cache["meta"] = m
+    a._cache["fill"] = fill
+    return a
+
+
+def sparse_encode(array: Any, fill: Any = None) -> Array:
+    """Sparse-encode a primitive, bool or utf8/binary array around ``fill`` (default: the
+    most frequent value, nulls included; ties go to the smallest). Floats compare by bit
+    pattern. Returns a ``vortex.constant`` when every row equals the fill.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..arrow import from_arrow
+    from ._common import validity_mask
+    from .bool_ import bool_values
+    from .constant import constant_array
+    from .dict_ import _to_vortex, _with_validity, take_canonical
+    from .primitive import primitive_array, primitive_values
+
+    arr = _to_vortex(array)
+    d = arr.dtype
+    n = len(arr)
+    c = arr.canonical()
+    if isinstance(d, (dt.Primitive, dt.Bool)):
+        if isinstance(d, dt.Primitive):
+            vals, valid = primitive_values(c)
+            key = vals.view(d.ptype.to_unsigned().np_dtype) if d.ptype.is_float else vals
+        else:
+            vals = bool_values(c)
+            valid = validity_mask(c.children[0] if c.children else None, n)
+            key = vals.view(np.uint8)
+        if valid is not None and valid.all():
+            valid = None
+        if fill is None:
+            fill = _most_frequent(key, vals, valid, d)
+        if fill is None:
+            differs = np.ones(n, dtype=np.bool_) if valid is None else valid.copy()
+        else:
+            fkey = np.array([fill], dtype=vals.dtype).view(key.dtype)
+            differs = key != fkey[0]
+            if valid is not None:
+                differs |= ~valid
+        pos = np.flatnonzero(differs)
+        if len(pos) == 0:
+            return constant_array(fill, n, d)
+        pv = valid[pos] if valid is not None else None
+        if isinstance(d, dt.Primitive):
+            values = primitive_array(vals[pos], _with_validity(pv), nullable=d.nullable, ptype=d.ptype)
+        else:
+            from .bool_ import bool_array
+
+            values = bool_array(vals[pos], _with_validity(pv), nullable=d.nullable)
+    elif isinstance(d, (dt.Utf8, dt.Binary)):
+        a = c.to_arrow()
+        if isinstance(a, pa.ChunkedArray):
+            a = a.combine_chunks()
+        if fill is None and n:
+            vc = pc.value_counts(a)
+            counts = np.asarray(vc.field("counts"))
+            best = int(np.argmax(counts))
+            fill = vc.field("values")[best].as_py()
+            if a.null_count > int(counts[best]):
+                fill = None
+        if fill is None:
+            differs = np.asarray(a.is_valid())
+        else:
+            eq = pc.equal(a, pa.scalar(fill, type=a.type)).fill_null(False)
+            differs = ~np.asarray(eq)
+        pos = np.flatnonzero(differs)
+        if len(pos) == 0:
+            return constant_array(fill, n, d)
+        values = take_canonical(from_arrow(a, dtype=d), pos, None, d)
+    else:
+        raise UnsupportedError(f"sparse encoding supports primitive, bool and string arrays, not {d!r}")
+    ip = narrowest_uint(int(pos[-1]))
+    indices = primitive_array(pos.astype(ip.np_dtype))
+    return sparse_array(indices, values, n, fill, d)
+
+
+def _most_frequent(key: np.ndarray, vals: np.ndarray, valid: np.ndarray | None, d: dt.DType) -> Any:
+    """The most frequent value (None when nulls are the most frequent)."""
+    kv = key if valid is None else key[valid]
+    nulls = 0 if valid is None else int(len(key) - len(kv))
+    if len(kv) == 0:
+        return None
+    _uniq, first, counts = np.unique(kv, return_index=True, return_counts=True)
+    best = int(np.argmax(counts))
+    if nulls > int(counts[best]):
+        return None
+    src = vals if valid is None else vals[valid]
+    v = src[first[best]]
+    if isinstance(d, dt.Bool):
+        return bool(v)
+    return v.item()
