@@ -69,6 +69,7 @@ __all__ = [
     "get_encoding",
     "read_ipc",
     "register_encoding",
+    "register_polars",
     "registered_encodings",
     "scan",
     "write_ipc",
@@ -107,6 +108,16 @@ def array(obj, dtype=None) -> Array:
 
 
 dtype_mod = dtype
+
+
+def register_polars() -> None:
+    """Add ``pl.scan_vortex_ipc``, ``pl.read_vortex_ipc``, ``DataFrame.vortex.write_ipc`` and
+    ``LazyFrame.vortex.sink_ipc`` to Polars (idempotent; see
+    ``vortex_io.integrations.polars_plugin``). Polars is imported only here:
+    ``pip install 'vortex-io[polars]'``."""
+    from .integrations.polars_plugin import register
+
+    return register()
 
 
 # The inverted-index encoding registers itself through the public API, as a user's
