@@ -543,6 +543,32 @@ def test_vx_compressed_decodes(name, data, must_use):
     check_vx_compressed(data, must_use)
 
 
+NUMERIC_NESTED = ["fastlanes.bitpacked", "fastlanes.for"]
+STRING_NESTED = [*NUMERIC_NESTED, "vortex.fsst", "vortex.onpair"]
+
+
+def test_vx_compressed_numbers_hypothesis():
+    """Random numeric data through vortex-data's compressor decodes here."""
+    require_registered(NUMERIC_NESTED)
+
+    @given(st.one_of(run_arrays(), int_arrays(low_card=True, max_size=3000),
+                     int_arrays(max_size=3000), float_arrays(max_size=3000)))
+    def inner(data):
+        check_vx_compressed(data)
+
+    inner()
+
+
+def test_vx_compressed_strings_hypothesis():
+    require_registered(STRING_NESTED)
+
+    @given(st.one_of(string_arrays(max_size=2000), string_arrays(max_size=2000, binary=True)))
+    def inner(data):
+        check_vx_compressed(data)
+
+    inner()
+
+
 # -- golden streams -----------------------------------------------------------------------
 
 

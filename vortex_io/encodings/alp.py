@@ -89,8 +89,10 @@ class ALPMeta:
 def alp_decode_values(enc: np.ndarray, ptype: dt.PType, e: int, f: int) -> np.ndarray:
     """``float(enc) * F10[f] * IF10[e]`` in the float type (a new, writable array)."""
     out = enc.astype(ptype.np_dtype)
-    out *= F10[ptype][f]
-    out *= IF10[ptype][e]
+    if f:  # x * 1.0 is x: skipping it keeps the result bit-identical
+        out *= F10[ptype][f]
+    if e:
+        out *= IF10[ptype][e]
     return out
 
 
