@@ -1,0 +1,159 @@
+"""``vortex.datetimeparts``: timestamps split into days, seconds of the day and subseconds.
+
+Wire layout (vortex-data 0.93): no buffers; metadata ``DateTimePartsMetadata { 1:
+days_ptype, 2: seconds_ptype, 3: subseconds_ptype }``; children ``days`` (integers, the
+array's nullability: it carries the validity), ``seconds`` and ``subseconds`` (non-null
+integers), all of the array's length. The node's dtype is the ``vortex.timestamp``
+extension itself (there is no ``vortex.ext`` wrapper), in s, ms, us or ns.
+
+Decoding: ``days * 86400 * D + seconds * D + subseconds`` in wrapping i64 arithmetic, with
+D = 1, 10**3, 10**6, 10**9 ticks per second. The canonical form is a ``vortex.ext`` over
+an i64 ``vortex.primitive``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..errors import MalformedStreamError
+from ..proto import ProtoWriter, parse
+from ._common import canonical_ints, int_ptype_of
+
+__all__ = ["DateTimePartsEncoding", "datetimeparts_encode", "TICKS_PER_SECOND"]
+
+SECONDS_PER_DAY = 86_400
+#: ticks per second of each timestamp unit
+TICKS_PER_SECOND = {dt.TimeUnit.NS: 10**9, dt.TimeUnit.US: 10**6, dt.TimeUnit.MS: 10**3,
+                    dt.TimeUnit.S: 1}
+
+
+class DateTimePartsMeta(NamedTuple):
+    days_ptype: dt.PType
+    seconds_ptype: dt.PType
+    subseconds_ptype: dt.PType
+
+
+def _ticks(dtype: dt.DType) -> int:
+    if not (isinstance(dtype, dt.Extension) and dtype.id == dt.TIMESTAMP_ID):
+        raise MalformedStreamError(f"vortex.datetimeparts holds timestamps, not {dtype!r}")
+    unit = dtype.unit
+    if unit not in TICKS_PER_SECOND:
+        raise MalformedStreamError(f"vortex.datetimeparts cannot hold a timestamp in {unit.name}")
+    return TICKS_PER_SECOND[unit]
+
+
+class DateTimePartsEncoding(Encoding):
+    id = "vortex.datetimeparts"
+
+    def check_dtype(self, dtype: dt.DType) -> None:
+        _ticks(dtype)
+        if not (isinstance(dtype.storage, dt.Primitive) and dtype.storage.ptype == dt.PType.I64):
+            raise MalformedStreamError(
+                f"vortex.datetimeparts needs i64 timestamp storage, not {dtype.storage!r}")
+
+    def parse_metadata(self, raw: bytes, dtype, length) -> DateTimePartsMeta:
+        f = parse(raw, "DateTimePartsMetadata")
+        return DateTimePartsMeta(*(int_ptype_of(f.get_uint(i, 0), f"vortex.datetimeparts {name}")
+                                   for i, name in ((1, "days"), (2, "seconds"),
+                                                   (3, "subseconds"))))
+
+    def child_specs(self, dtype, length, meta: DateTimePartsMeta, parts: ArrayParts):
+        if parts.nchildren != 3:
+            raise MalformedStreamError(
+                f"vortex.datetimeparts takes 3 children, got {parts.nchildren}")
+        return [(dt.Primitive(meta.days_ptype, dtype.nullable), length),
+                (dt.Primitive(meta.seconds_ptype, False), length),
+                (dt.Primitive(meta.subseconds_ptype, False), length)]
+
+    def canonicalize(self, arr: Array) -> Array:
+        from .ext import ext_array
+        from .primitive import primitive_array, primitive_raw
+
+        d = _ticks(arr.dtype)
+        days_c = arr.children[0].canonical()
+        if not (isinstance(days_c.dtype, dt.Primitive) and days_c.dtype.ptype.is_int):
+            raise MalformedStreamError(f"vortex.datetimeparts days must be integers, not {days_c.dtype!r}")
+        days = primitive_raw(days_c)
+        secs = canonical_ints(arr.children[1], "vortex.datetimeparts seconds")
+        subs = canonical_ints(arr.children[2], "vortex.datetimeparts subseconds")
+        n = len(arr)
+        if not len(days) == len(secs) == len(subs) == n:
+            raise MalformedStreamError("vortex.datetimeparts children do not match the array length")
+        # wrapping i64 arithmetic, like the reference (u64 parts are reinterpreted)
+        with np.errstate(over="ignore"):
+            out = days.astype(np.int64) * np.int64(SECONDS_PER_DAY * d)
+            out += secs.astype(np.int64) * np.int64(d)
+            out += subs.astype(np.int64)
+        validity = days_c.children[0] if days_c.children else None
+        storage = primitive_array(out, validity, nullable=arr.dtype.nullable)
+        return ext_array(arr.dtype, storage)
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        a = Array(self, arr.dtype, stop - start, metadata=arr.metadata,
+                  children=[c.slice(start, stop) for c in arr.children])
+        a._cache["meta"] = arr.meta
+        return a
+
+    def describe(self, arr: Array) -> str:
+        m = arr.meta
+        return f"days={m.days_ptype.short}, seconds={m.seconds_ptype.short}, subseconds={m.subseconds_ptype.short}"
+
+    def child_names(self, arr: Array) -> list[str]:
+        return ["days", "seconds", "subseconds"]
+
+
+DATETIMEPARTS = register_encoding(DateTimePartsEncoding())
+
+
+def _narrowest(lo: int, hi: int) -> dt.PType:
+    """The narrowest integer type holding ``lo..hi`` (unsigned when ``lo >= 0``)."""
+    if lo >= 0:
+        for p in (dt.PType.U8, dt.PType.U16, dt.PType.U32, dt.PType.U64):
+            if hi < (1 << (8 * p.byte_width)):
+                return p
+    for p in (dt.PType.I8, dt.PType.I16, dt.PType.I32, dt.PType.I64):
+        b = 8 * p.byte_width - 1
+        if -(1 << b) <= lo and hi < (1 << b):
+            return p
+    return dt.PType.I64  # pragma: no cover - i64 inputs always fit
+
+
+def datetimeparts_encode(array: Array) -> Array:
+    """Encode a ``vortex.timestamp`` array (s/ms/us/ns, any encoding) as
+    ``vortex.datetimeparts`` (decodable by vortex-data 0.93).
+
+    Timestamps are split with floor division, so seconds (0..86399) and subseconds
+    (0..D-1) are never negative, and each part gets the narrowest integer type that holds
+    its values (nulls count as 0). Validity goes with the days.
+    """
+    from .primitive import primitive_array, primitive_values
+
+    d = _ticks(array.dtype)
+    storage = array.canonical()
+    if storage.encoding == "vortex.ext":
+        storage = storage.children[0]
+    c = storage.canonical()
+    if not (isinstance(c.dtype, dt.Primitive) and c.dtype.ptype == dt.PType.I64):
+        raise TypeError(f"timestamps must be stored as i64, not {c.dtype!r}")
+    vals, valid = primitive_values(c)
+    n = len(vals)
+    vals = vals.astype(np.int64) if valid is None else np.where(valid, vals, 0).astype(np.int64)
+    per_day = SECONDS_PER_DAY * d
+    days, rem = np.divmod(vals, np.int64(per_day))
+    secs, subs = np.divmod(rem, np.int64(d))
+
+    def part(x: np.ndarray, validity: Array | None = None, nullable: bool = False) -> tuple[Array, dt.PType]:
+        p = _narrowest(int(x.min()), int(x.max())) if n else dt.PType.U8
+        return primitive_array(x.astype(p.np_dtype), validity, nullable=nullable), p
+
+    days_a, dp = part(days, c.children[0] if c.children else None, array.dtype.nullable)
+    secs_a, sp = part(secs)
+    subs_a, up = part(subs)
+    meta = ProtoWriter().varint(1, int(dp)).varint(2, int(sp)).varint(3, int(up)).finish()
+    a = Array(DATETIMEPARTS, array.dtype, n, metadata=meta, children=[days_a, secs_a, subs_a])
+    a._cache["meta"] = DateTimePartsMeta(dp, sp, up)
+    return a

@@ -1,0 +1,672 @@
+"""``vortex.fsst``: strings compressed with a static table of up to 255 symbols of 1..8 bytes.
+
+Wire layout (vortex-data 0.93, the "current" three-buffer form):
+
+* buffers: ``symbols`` (u64 little-endian each, symbol bytes in little-endian order,
+  alignment 2**3), ``symbol_lengths`` (u8 each, 1..8), ``codes`` (all rows' codes back to
+  back);
+* children: ``uncompressed_lengths`` (integers, n), ``codes_offsets`` (integers, n + 1),
+  optional validity;
+* metadata: ``FSSTMetadata { 1: uncompressed_lengths_ptype, 2: codes_offsets_ptype }``.
+
+The legacy two-buffer form (codes as a ``vortex.varbin`` binary child followed by the
+uncompressed lengths) is read too.
+
+A code ``c < 255`` stands for ``symbol[c][:len[c]]``; code 255 escapes the next byte,
+which is emitted literally. Like the reference decoder, the codes of all rows
+(``codes[co[0]:co[n]]``) are decoded in one pass and cut into rows by the uncompressed
+lengths. Decoding is vectorized: escapes are located with run-parity masks, every token
+becomes a (position, 8-byte little-endian word) pair, and the words are OR-ed into the
+output with ``np.bitwise_or.reduceat`` (tokens of one output word are adjacent).
+
+Encoding (:func:`fsst_encode`) trains a table with :func:`fsst_train` unless one is given
+and parses greedily (longest symbol first) with a vectorized parse, see ``_parse``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding, typed_view
+from ..errors import MalformedStreamError
+from ..limits import DEFAULT_LIMITS
+from ..proto import ProtoWriter, parse
+from ._common import canonical_ints, int_ptype_of, validity_spec
+
+__all__ = [
+    "FSSTEncoding",
+    "SymbolTable",
+    "fsst_encode",
+    "fsst_train",
+    "fsst_compress",
+    "fsst_decompress",
+    "string_parts",
+    "narrow_uint_ptype",
+    "offsets_from_lengths",
+    "validity_from_mask",
+    "scatter_words",
+    "scatter_tokens",
+]
+
+ESCAPE = 255
+_U64 = np.uint64
+#: MASKS[L] keeps the low L bytes of a u64
+_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], dtype=_U64)
+
+
+class FSSTMeta(NamedTuple):
+    uncompressed_lengths_ptype: dt.PType
+    codes_offsets_ptype: dt.PType
+
+
+# -- vectorized helpers shared with vortex.onpair -------------------------------------------
+
+
+#: tokens per block in ``scatter_tokens``: small enough for the temporaries to stay in cache
+BLOCK = 1 << 16
+
+
+def scatter_words(out: np.ndarray, pos: np.ndarray, vals: np.ndarray) -> None:
+    """OR 8-byte little-endian ``vals`` into the u64 buffer ``out`` at byte positions ``pos``.
+
+    ``pos`` must be strictly increasing, and each value must hold only the bytes that belong
+    to it (higher bytes zero) and must not reach the next value's position; ``out`` needs one
+    spare word past the last position. The values that land in one output word are then
+    adjacent and occupy disjoint bits, so their OR is their (wrapping) sum: one ``cumsum``
+    and a difference at the word boundaries combine them, much faster than ``reduceat``.
+    """
+    if len(pos) == 0:
+        return
+    w = pos >> 3
+    r = ((pos & 7) << 3).view(_U64)
+    lo = vals << r
+    # vals >> (64 - r), written so that r == 0 gives 0 instead of an undefined shift by 64
+    hi = vals >> _U64(1)
+    hi >>= _U64(63) - r
+    last = np.flatnonzero(w[1:] != w[:-1])
+    last = np.append(last, len(w) - 1)
+    np.cumsum(lo, out=lo)
+    np.cumsum(hi, out=hi)
+    a = lo[last]
+    a[1:] -= a[:-1]
+    b = hi[last]
+    b[1:] -= b[:-1]
+    uw = w[last]
+    out[uw] |= a
+    uw += 1
+    out[uw] |= b
+
+
+def scatter_tokens(out: np.ndarray, ends: np.ndarray, lens: np.ndarray, tok: np.ndarray,
+                   table: np.ndarray, shift: int = 0) -> None:
+    """``scatter_words`` of ``table[tok]`` at ``ends - lens + shift``, block by block.
+
+    Blocks of ``BLOCK`` tokens keep every temporary in cache (several times faster than
+    whole-array passes); the loop runs once per block, never per value.
+    """
+    for i in range(0, len(tok), BLOCK):
+        j = i + BLOCK
+        pos = ends[i:j] - lens[i:j]
+        if shift:
+            pos += shift
+        scatter_words(out, pos, table[tok[i:j]])
+
+
+def narrow_uint_ptype(max_value: int) -> dt.PType:
+    """The narrowest unsigned integer type holding ``0..max_value``."""
+    for p in (dt.PType.U8, dt.PType.U16, dt.PType.U32):
+        if max_value < (1 << (8 * p.byte_width)):
+            return p
+    return dt.PType.U64
+
+
+def offsets_from_lengths(lengths: np.ndarray) -> Array:
+    """Row offsets (n + 1, starting at 0) from row lengths: i32 when they fit, else i64."""
+    from .primitive import primitive_array
+
+    n = len(lengths)
+    total = int(lengths.sum(dtype=np.uint64)) if n else 0
+    odt = np.int32 if total < 2**31 else np.int64
+    offs = np.zeros(n + 1, dtype=odt)
+    np.cumsum(lengths, out=offs[1:], dtype=odt)
+    return primitive_array(offs)
+
+
+def check_lengths(ulen: np.ndarray, what: str) -> int:
+    """Uncompressed lengths must be non-negative; returns their sum."""
+    if len(ulen) == 0:
+        return 0
+    if ulen.dtype.kind == "i" and int(ulen.min()) < 0:
+        raise MalformedStreamError(f"{what}: negative uncompressed length")
+    return int(ulen.sum(dtype=np.uint64))
+
+
+def check_window(co: np.ndarray, limit: int, what: str) -> tuple[int, int]:
+    """codes_offsets must be non-decreasing and inside ``[0, limit]``; returns (first, last)."""
+    if len(co) == 0:
+        raise MalformedStreamError(f"{what}: codes_offsets is empty")
+    lo, hi = int(co[0]), int(co[-1])
+    if lo < 0 or hi > limit:
+        raise MalformedStreamError(
+            f"{what}: codes_offsets [{lo}, {hi}] fall outside {limit} codes")
+    if len(co) > 1 and bool((co[1:] < co[:-1]).any()):
+        raise MalformedStreamError(f"{what}: codes_offsets are not monotonic")
+    return lo, hi
+
+
+def string_parts(array: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(bytes, int64 offsets (n + 1, from 0), valid mask or None) of a utf8/binary array.
+
+    Null rows are given zero length (their bytes, if any, are dropped).
+    """
+    import pyarrow as pa
+
+    if not isinstance(array.dtype, (dt.Utf8, dt.Binary)):
+        raise TypeError(f"expected a utf8 or binary array, not {array.dtype!r}")
+    a = array.to_arrow()
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks() if a.num_chunks else pa.array([], type=a.type)
+    if pa.types.is_string_view(a.type) or pa.types.is_string(a.type):
+        a = a.cast(pa.large_string())
+    elif pa.types.is_binary_view(a.type) or pa.types.is_binary(a.type):
+        a = a.cast(pa.large_binary())
+    n = len(a)
+    bufs = a.buffers()
+    if n == 0:
+        return np.zeros(0, np.uint8), np.zeros(1, np.int64), None
+    offs = np.frombuffer(bufs[1], dtype=np.int64)[a.offset : a.offset + n + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    valid = None
+    if a.null_count:
+        valid = np.asarray(a.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+    lens = np.diff(offs)
+    if valid is not None:
+        lens = np.where(valid, lens, 0)
+    start, stop = int(offs[0]), int(offs[-1])
+    if valid is None or int(lens.sum()) == stop - start:  # no bytes under nulls
+        data = data[start:stop]
+        new = offs - start
+    else:
+        keep = np.repeat(valid, np.diff(offs))
+        data = data[start:stop][keep]
+        new = np.zeros(n + 1, np.int64)
+        np.cumsum(lens, out=new[1:])
+    return np.ascontiguousarray(data), new.astype(np.int64, copy=False), valid
+
+
+def validity_from_mask(valid: np.ndarray | None, n: int) -> Array | None:
+    from .bool_ import bool_array
+    from .constant import constant_array
+
+    if valid is None:
+        return None
+    if not valid.any():
+        return constant_array(False, n, dt.Bool())
+    return bool_array(valid)
+
+
+# -- decoding --------------------------------------------------------------------------------
+
+
+def fsst_decompress(symbols: np.ndarray, lengths: np.ndarray, codes: np.ndarray,
+                    expected: int | None = None, what: str = "vortex.fsst") -> np.ndarray:
+    """Decode a whole FSST code stream (vectorized).
+
+    ``symbols``: u64 per symbol (little-endian bytes), ``lengths``: u8 per symbol,
+    ``codes``: the u8 code stream. ``expected``: the decoded size it must have.
+    """
+    nsym = len(symbols)
+    m = len(codes)
+    if m == 0:
+        if expected:
+            raise MalformedStreamError(f"{what}: no codes but {expected} uncompressed bytes")
+        return np.zeros(0, np.uint8)
+    lentab = np.zeros(512, dtype=np.int32)
+    symtab = np.zeros(512, dtype=_U64)
+    lentab[:nsym] = lengths
+    symtab[:nsym] = symbols & _MASKS[np.minimum(lengths, 8)]
+    lentab[256:] = 1
+    symtab[256:] = np.arange(256, dtype=_U64)
+    is_ff = codes == ESCAPE
+    if is_ff.any():
+        p = np.flatnonzero(is_ff)
+        # a run of 0xFF bytes starts at a code position: escape, literal, escape, ...
+        new_run = np.ones(len(p), dtype=np.bool_)
+        new_run[1:] = p[1:] != p[:-1] + 1
+        run_start = p[np.maximum.accumulate(np.where(new_run, np.arange(len(p)), 0))]
+        esc = p[((p - run_start) & 1) == 0]
+        if esc[-1] == m - 1:
+            raise MalformedStreamError(f"{what}: the code stream ends with an escape")
+        tok = codes.astype(np.intp)
+        tok[esc + 1] += 256
+        keep = np.ones(m, dtype=np.bool_)
+        keep[esc] = False
+        tok = tok[keep]
+    else:
+        tok = codes.astype(np.intp)
+    lens = lentab[tok]
+    if int(lens.min()) == 0:
+        bad = int(tok[np.argmin(lens)])
+        raise MalformedStreamError(f"{what}: code {bad} is not below the {nsym} symbols")
+    ends = np.cumsum(lens, dtype=np.int64)
+    total = int(ends[-1])
+    if expected is not None and total != expected:
+        raise MalformedStreamError(
+            f"{what}: codes decode to {total} bytes, the uncompressed lengths sum to {expected}")
+    out = np.zeros((total >> 3) + 2, dtype=_U64)
+    scatter_tokens(out, ends, lens, tok, symtab)
+    return out.view(np.uint8)[:total]
+
+
+class FSSTEncoding(Encoding):
+    id = "vortex.fsst"
+
+    def check_dtype(self, dtype: dt.DType) -> None:
+        if not isinstance(dtype, (dt.Utf8, dt.Binary)):
+            raise MalformedStreamError(f"vortex.fsst cannot hold {dtype!r}")
+
+    def parse_metadata(self, raw: bytes, dtype, length) -> FSSTMeta:
+        f = parse(raw, "FSSTMetadata")
+        return FSSTMeta(int_ptype_of(f.get_uint(1, 0), "vortex.fsst uncompressed_lengths"),
+                        int_ptype_of(f.get_uint(2, 0), "vortex.fsst codes_offsets"))
+
+    def nbuffers(self, dtype, meta) -> tuple[int, int]:
+        return (2, 3)
+
+    def child_specs(self, dtype, length, meta: FSSTMeta, parts: ArrayParts):
+        ulen = (dt.Primitive(meta.uncompressed_lengths_ptype, False), length)
+        if len(parts.buffers) == 2:  # legacy: codes as a binary varbin child
+            if parts.nchildren != 2:
+                raise MalformedStreamError(
+                    f"vortex.fsst (legacy form) takes 2 children, got {parts.nchildren}")
+            return [(dt.Binary(dtype.nullable), length), ulen]
+        return [ulen, (dt.Primitive(meta.codes_offsets_ptype, False), length + 1),
+                *validity_spec(self.id, dtype, length, parts.nchildren, 2)]
+
+    def validate(self, arr: Array, limits) -> None:
+        sym, lens = arr.buffers[0], arr.buffers[1]
+        if sym.nbytes % 8:
+            raise MalformedStreamError(f"vortex.fsst symbols buffer of {sym.nbytes} bytes is not u64s")
+        nsym = sym.nbytes // 8
+        if nsym > 255:
+            raise MalformedStreamError(f"vortex.fsst has {nsym} symbols, at most 255 allowed")
+        if lens.nbytes != nsym:
+            raise MalformedStreamError(
+                f"vortex.fsst has {nsym} symbols but {lens.nbytes} symbol lengths")
+        if nsym and (int(lens.min()) < 1 or int(lens.max()) > 8):
+            raise MalformedStreamError("vortex.fsst symbol lengths must be 1..8")
+        arr._cache["limits"] = limits
+
+    def buffer_alignments(self, arr: Array) -> list[int]:
+        return [3, 0, 0][: len(arr.buffers)]
+
+    def symbol_table(self, arr: Array) -> tuple[np.ndarray, np.ndarray]:
+        nsym = arr.buffers[0].nbytes // 8
+        return typed_view(arr.buffers[0], np.dtype("<u8"), nsym, self.id), arr.buffers[1]
+
+    def _parts(self, arr: Array) -> tuple[np.ndarray, Array, Array, Array | None]:
+        """(codes bytes, codes_offsets array, uncompressed lengths array, validity)."""
+        if len(arr.buffers) == 2:
+            codes = arr.children[0].canonical()
+            if codes.encoding != "vortex.varbin":
+                raise MalformedStreamError(
+                    f"vortex.fsst (legacy form): codes must be vortex.varbin, not {codes.encoding}")
+            v = codes.children[1] if len(codes.children) > 1 else None
+            return codes.buffers[0], codes.children[0], arr.children[1], v
+        v = arr.children[2] if len(arr.children) > 2 else None
+        return arr.buffers[2], arr.children[1], arr.children[0], v
+
+    def canonicalize(self, arr: Array) -> Array:
+        from .varbin import varbin_array
+
+        n = len(arr)
+        codes, co_arr, ulen_arr, validity = self._parts(arr)
+        ulen = canonical_ints(ulen_arr, "vortex.fsst uncompressed lengths")
+        co = canonical_ints(co_arr, "vortex.fsst codes_offsets")
+        if len(ulen) != n or len(co) != n + 1:
+            raise MalformedStreamError("vortex.fsst children do not match the array length")
+        total = check_lengths(ulen, self.id)
+        check_decoded_size(total, f"vortex.fsst of {n} rows", arr._cache.get("limits", DEFAULT_LIMITS))
+        lo, hi = check_window(co, codes.nbytes, self.id)
+        sym, lens = self.symbol_table(arr)
+        data = fsst_decompress(sym, lens, codes[lo:hi], total)
+        return varbin_array(arr.dtype, offsets_from_lengths(ulen), data, validity)
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        if len(arr.buffers) == 2:
+            return arr.canonical().slice(start, stop)
+        kids = [arr.children[0].slice(start, stop), arr.children[1].slice(start, stop + 1)]
+        if len(arr.children) > 2:
+            kids.append(arr.children[2].slice(start, stop))
+        a = Array(self, arr.dtype, stop - start, metadata=arr.metadata, buffers=arr.buffers,
+                  children=kids)
+        a._cache["meta"] = arr.meta
+        if "limits" in arr._cache:
+            a._cache["limits"] = arr._cache["limits"]
+        return a
+
+    def describe(self, arr: Array) -> str:
+        return f"symbols={arr.buffers[0].nbytes // 8}, codes={arr.buffers[-1].nbytes} B"
+
+    def child_names(self, arr: Array) -> list[str]:
+        if len(arr.buffers) == 2:
+            return ["codes", "uncompressed_lengths"]
+        return ["uncompressed_lengths", "codes_offsets", "validity"]
+
+
+FSST = register_encoding(FSSTEncoding())
+
+
+# -- symbol tables and encoding -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SymbolTable:
+    """An FSST symbol table: ``symbols`` (u64, bytes little-endian, zero-padded) and
+    ``lengths`` (u8, 1..8), at most 255 entries, ordered as vortex-data requires
+    (multi-byte symbols by ascending length, then single bytes)."""
+
+    symbols: np.ndarray
+    lengths: np.ndarray
+
+    def __post_init__(self) -> None:
+        if len(self.symbols) != len(self.lengths) or len(self.symbols) > 255:
+            raise ValueError("an FSST symbol table holds at most 255 symbols, one length each")
+        if len(self.lengths) and (self.lengths.min() < 1 or self.lengths.max() > 8):
+            raise ValueError("FSST symbol lengths must be 1..8")
+
+    @classmethod
+    def from_bytes(cls, symbols: list[bytes]) -> SymbolTable:
+        """A table from byte strings (1..8 bytes each), put into vortex-data's order."""
+        keys = np.array([int.from_bytes(s, "little") for s in symbols], dtype=_U64)
+        lens = np.array([len(s) for s in symbols], dtype=np.uint8)
+        return _ordered(keys, lens)
+
+    def to_bytes(self) -> list[bytes]:
+        return [int(k).to_bytes(8, "little")[:n] for k, n in zip(self.symbols, self.lengths)]
+
+    def __len__(self) -> int:
+        return len(self.symbols)
+
+
+def _ordered(keys: np.ndarray, lens: np.ndarray) -> SymbolTable:
+    """Sort by (length 2..8 ascending, then 1-byte symbols), then by key; deduplicate."""
+    keys = keys & _MASKS[lens]
+    rank = np.where(lens == 1, 9, lens).astype(np.int64)
+    order = np.lexsort((keys, rank))
+    keys, lens = keys[order], lens[order]
+    if len(keys) > 1:
+        dup = np.zeros(len(keys), dtype=np.bool_)
+        dup[1:] = (keys[1:] == keys[:-1]) & (lens[1:] == lens[:-1])
+        keys, lens = keys[~dup], lens[~dup]
+    return SymbolTable(np.ascontiguousarray(keys, dtype=_U64), np.ascontiguousarray(lens, dtype=np.uint8))
+
+
+_HBITS = 12  # slots of the 3-byte-prefix hash for symbols of 3..8 bytes
+_WAYS = 4  # symbols of 3+ bytes per slot
+
+
+def _rank_in_group(g: np.ndarray) -> np.ndarray:
+    """For a sorted group-key array: the index of each element within its group."""
+    if len(g) == 0:
+        return np.zeros(0, dtype=np.int64)
+    start = np.ones(len(g), dtype=np.bool_)
+    start[1:] = g[1:] != g[:-1]
+    idx = np.arange(len(g))
+    return idx - np.maximum.accumulate(np.where(start, idx, 0))
+_PREFIX_MULT = _U64(0x9E3779B97F4A7C15)
+
+
+def _prefix_slot(key: np.ndarray) -> np.ndarray:
+    """Hash slot of the first 3 bytes of little-endian keys."""
+    with np.errstate(over="ignore"):
+        return ((key & _MASKS[3]) * _PREFIX_MULT >> _U64(64 - _HBITS)).astype(np.intp)
+
+
+class _Matcher:
+    """Symbol lookup at every byte position (vectorized), in the manner of FSST: 1-byte and
+    2-byte symbols through direct tables, longer ones through a hash of their first 3 bytes
+    holding up to ``_WAYS`` symbols per slot (longest first). A match is verified byte for
+    byte, so any table encodes correctly; a table with more long symbols per slot
+    (``fsst_train`` never makes one) only compresses less."""
+
+    def __init__(self, table: SymbolTable) -> None:
+        keys = table.symbols & _MASKS[table.lengths]
+        lens = table.lengths.astype(np.int8)
+        codes = np.arange(len(keys), dtype=np.int16)
+        self.one = np.full(256, -1, dtype=np.int16)
+        sel = lens == 1
+        self.one[keys[sel].astype(np.intp)] = codes[sel]
+        self.two = np.full(1 << 16, -1, dtype=np.int16)
+        sel = lens == 2
+        self.two[keys[sel].astype(np.intp)] = codes[sel]
+        self.slot_code = np.full((_WAYS, 1 << _HBITS), -1, dtype=np.int16)
+        self.slot_key = np.zeros((_WAYS, 1 << _HBITS), dtype=_U64)
+        self.slot_len = np.zeros((_WAYS, 1 << _HBITS), dtype=np.int8)
+        long_ = np.flatnonzero(lens >= 3)
+        slots = _prefix_slot(keys[long_])
+        # per slot: the longest symbol in way 0, the next in way 1, ...
+        order = np.lexsort((long_, -lens[long_].astype(np.int64), slots))
+        long_, slots = long_[order], slots[order]
+        way = _rank_in_group(slots)
+        sel = way < _WAYS
+        long_, slots, way = long_[sel], slots[sel], way[sel]
+        self.slot_code[way, slots] = codes[long_]
+        self.slot_key[way, slots] = keys[long_]
+        self.slot_len[way, slots] = lens[long_]
+        self.ways = int(way.max()) + 1 if len(way) else 0
+
+    def match(self, data: np.ndarray, key8: np.ndarray, avail: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """(length (0: none), code) of the symbol matched at each position of a block.
+
+        ``key8``: the 8 bytes from each position (little-endian u64), ``avail``: bytes
+        left in the row (capped at 8; matches never cross rows).
+        """
+        s = _prefix_slot(key8)
+        ln = np.zeros(len(key8), dtype=np.int8)
+        code = np.zeros(len(key8), dtype=np.int16)
+        for w in range(self.ways):
+            lw = self.slot_len[w][s]
+            okw = (lw > 0) & (ln == 0) & (lw <= avail) & ((key8 & _MASKS[lw]) == self.slot_key[w][s])
+            ln[okw] = lw[okw]
+            code[okw] = self.slot_code[w][s][okw]
+        ok = ln > 0
+        c2 = self.two[(key8 & _MASKS[2]).astype(np.intp)]
+        ok2 = (c2 >= 0) & (avail >= 2)
+        c1 = self.one[data]
+        best_len = np.where(ok, ln, np.where(ok2, np.int8(2), (c1 >= 0).astype(np.int8)))
+        best_code = np.where(ok, code, np.where(ok2, c2, c1))
+        return best_len, best_code
+
+
+def _avail(data_len: int, offsets: np.ndarray) -> np.ndarray:
+    """Bytes left in the row at each position, capped at 8 (uint8)."""
+    bnd = np.zeros(data_len + 9, dtype=np.bool_)
+    bnd[offsets[1:]] = True
+    bnd[data_len:] = True
+    out = np.full(data_len, 8, dtype=np.uint8)
+    for k in range(8, 0, -1):
+        out[bnd[k : k + data_len]] = k
+    return out
+
+
+def _parse(matcher: _Matcher, data: np.ndarray, offsets: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Greedy parse of every row: (token start positions, lengths (0 = escape), codes).
+
+    Every position gets its match (block by block); the tokens are then the chain
+    ``p -> p + max(len(p), 1)`` from each row start (matches never cross a row end). The
+    chains are followed for all rows at once, one step per iteration; rows still unparsed
+    after 64 steps are finished by pointer doubling (log2(row length) whole-array passes).
+    """
+    t = len(data)
+    idt = np.int32 if t < 2**31 - 16 else np.int64
+    best_len = np.zeros(t, dtype=np.int8)
+    best_code = np.zeros(t, dtype=np.int16)
+    nxt = np.empty(t + 1, dtype=idt)
+    nxt[t] = t
+    if t == 0:
+        return np.zeros(0, np.int64), best_len, best_code
+    avail = _avail(t, offsets)
+    pad = np.zeros(t + 8, dtype=np.uint8)
+    pad[:t] = data
+    for i in range(0, t, BLOCK):
+        j = min(t, i + BLOCK)
+        win = np.lib.stride_tricks.as_strided(pad[i:], shape=(j - i, 8), strides=(1, 1))
+        key8 = np.ascontiguousarray(win).view("<u8").reshape(j - i)
+        ln, cd = matcher.match(data[i:j], key8, avail[i:j])
+        best_len[i:j] = ln
+        best_code[i:j] = cd
+        nxt[i:j] = np.arange(i, j, dtype=idt) + np.maximum(ln, 1)
+    lens = np.diff(offsets)
+    cur = offsets[:-1][lens > 0].astype(idt)
+    end = offsets[1:][lens > 0].astype(idt)
+    on = np.zeros(t + 1, dtype=np.bool_)
+    steps = 0
+    while len(cur) and steps < 64:
+        on[cur] = True
+        cur = nxt[cur]
+        alive = cur < end
+        if not alive.all():
+            cur, end = cur[alive], end[alive]
+        steps += 1
+    if len(cur):  # long rows: pointer doubling from where the step-by-step walk stopped
+        seed = np.zeros(t + 1, dtype=np.bool_)
+        seed[cur] = True
+        span = int((end - cur).max())
+        jump = nxt
+        reach = 1  # chains of fewer than `reach` tokens are marked
+        while reach <= span:
+            seed[jump[np.flatnonzero(seed)]] = True
+            reach *= 2
+            if reach <= span:
+                jump = jump[jump]
+        on |= seed
+    pos = np.flatnonzero(on[:t])
+    return pos, best_len[pos], best_code[pos]
+
+
+def fsst_compress(table: SymbolTable, data: np.ndarray, offsets: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Compress rows ``data[offsets[i]:offsets[i+1]]``: (codes bytes, codes offsets int64)."""
+    pos, lens, codes = _parse(_Matcher(table), data, offsets)
+    esc = lens == 0
+    width = 1 + esc.astype(np.int64)
+    ends = np.cumsum(width)
+    total = int(ends[-1]) if len(ends) else 0
+    out = np.empty(total, dtype=np.uint8)
+    start = ends - width
+    out[start] = np.where(esc, ESCAPE, codes).astype(np.uint8)
+    out[start[esc] + 1] = data[pos[esc]]
+    cum = np.concatenate(([0], ends))
+    co = cum[np.searchsorted(pos, offsets[:-1])]
+    co = np.concatenate((co, [total])).astype(np.int64)
+    return out, co
+
+
+def _sample(data: np.ndarray, offsets: np.ndarray, target: int, max_row: int
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """A deterministic sample of about ``target`` bytes: evenly spaced rows, each cut to
+    at most ``max_row`` bytes."""
+    n = len(offsets) - 1
+    total = int(offsets[-1]) if n else 0
+    if n == 0:
+        return data[:0], offsets[:1]
+    lens = np.minimum(np.diff(offsets), max_row)
+    if total > target:
+        stride = max(1, int(np.ceil(int(lens.sum()) / target)))
+        rows = np.arange(0, n, stride)
+    else:
+        rows = np.arange(n)
+    starts = offsets[:-1][rows]
+    lens = lens[rows]
+    new = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lens, out=new[1:])
+    idx = np.repeat(starts - new[:-1], lens) + np.arange(int(new[-1]), dtype=np.int64)
+    return data[idx], new
+
+
+def fsst_train(data: np.ndarray, offsets: np.ndarray, *, rounds: int = 5,
+               sample_bytes: int = 1 << 15) -> SymbolTable:
+    """Train a symbol table on a deterministic sample of the rows.
+
+    A simplified version of the FSST construction: start empty; each round, parse the
+    sample greedily with the current table, count every token and every pair of adjacent
+    tokens of one row whose concatenation fits in 8 bytes, score candidates by
+    ``count x length`` (single bytes weighted x8, since they replace 2-byte escapes), and keep
+    the best 255, at most 4 of 3+ bytes per prefix-hash slot of the matcher. Same input,
+    same table.
+    """
+    sdata, soffs = _sample(np.asarray(data, dtype=np.uint8), np.asarray(offsets, np.int64),
+                           sample_bytes, 512)
+    table = SymbolTable(np.zeros(0, _U64), np.zeros(0, np.uint8))
+    if len(sdata) == 0:
+        return table
+    row_of = np.repeat(np.arange(len(soffs) - 1), np.diff(soffs))
+    for _ in range(rounds):
+        pos, lens, codes = _parse(_Matcher(table), sdata, soffs)
+        tl = np.where(lens == 0, 1, lens).astype(np.int64)
+        symkeys = table.symbols if len(table) else np.zeros(1, _U64)
+        tk = np.where(lens == 0, sdata[pos].astype(_U64), symkeys[np.clip(codes, 0, None)])
+        tk &= _MASKS[tl]
+        # adjacent pairs inside one row that fit in 8 bytes
+        same = row_of[pos[1:]] == row_of[pos[:-1]] if len(pos) > 1 else np.zeros(0, np.bool_)
+        fit = same & (tl[:-1] + tl[1:] <= 8)
+        a = np.flatnonzero(fit)
+        pk = tk[a] | (tk[a + 1] << (tl[a].astype(_U64) * _U64(8)))
+        pl = tl[a] + tl[a + 1]
+        ck = np.concatenate((tk, pk))
+        cl = np.concatenate((tl, pl))
+        pair = np.empty((len(ck), 2), dtype=_U64)
+        pair[:, 0] = ck
+        pair[:, 1] = cl.astype(_U64)
+        uniq, counts = np.unique(pair.view([("k", _U64), ("l", _U64)]).reshape(-1),
+                                 return_counts=True)
+        uk, ul = uniq["k"], uniq["l"].astype(np.int64)
+        gain = counts.astype(np.int64) * np.where(ul == 1, 8, ul)
+        order = np.lexsort((uk, ul, -gain))
+        uk, ul = uk[order], ul[order]
+        # at most _WAYS symbols of 3+ bytes per prefix-hash slot (the best), as the matcher
+        long_ = np.flatnonzero(ul >= 3)
+        slots = _prefix_slot(uk[long_])
+        by_slot = np.argsort(slots, kind="stable")  # gain order within a slot
+        rank = np.empty(len(long_), dtype=np.int64)
+        rank[by_slot] = _rank_in_group(slots[by_slot])
+        keep = ul < 3
+        keep[long_[rank < _WAYS]] = True
+        pick = np.flatnonzero(keep)[:255]
+        table = _ordered(uk[pick], ul[pick].astype(np.uint8))
+    return table
+
+
+def fsst_encode(array: Array, symbol_table: SymbolTable | None = None) -> Array:
+    """Encode a utf8/binary array as ``vortex.fsst`` (decodable by vortex-data 0.93).
+
+    ``symbol_table``: use this table instead of training one on the data
+    (:func:`fsst_train`). Null rows get no codes and zero length.
+    """
+    from .primitive import primitive_array
+
+    data, offsets, valid = string_parts(array)
+    n = len(offsets) - 1
+    table = symbol_table if symbol_table is not None else fsst_train(data, offsets)
+    codes, co = fsst_compress(table, data, offsets)
+    ulen = np.diff(offsets)
+    up = narrow_uint_ptype(int(ulen.max()) if n else 0)
+    cp = narrow_uint_ptype(int(co[-1]))
+    meta = ProtoWriter().varint(1, int(up)).varint(2, int(cp)).finish()
+    kids = [primitive_array(ulen.astype(up.np_dtype)), primitive_array(co.astype(cp.np_dtype))]
+    v = validity_from_mask(valid, n)
+    if v is not None:
+        kids.append(v)
+    a = Array(FSST, array.dtype, n, metadata=meta,
+              buffers=[table.symbols.astype("<u8").view(np.uint8), table.lengths.astype(np.uint8),
+                       codes],
+              children=kids)
+    a._cache["meta"] = FSSTMeta(up, cp)
+    return a

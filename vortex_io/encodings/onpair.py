@@ -1,0 +1,172 @@
+"""``vortex.onpair``: strings as sequences of codes into a dictionary of tokens (1..16 bytes).
+
+Wire layout (vortex-data 0.93):
+
+* buffer 0: the dictionary blob (token bytes back to back, then zero padding so that a
+  16-byte read from any token offset stays inside; alignment 2**3);
+* metadata ``OnPairMetadata { 1: uncompressed_lengths_ptype, 2: bits (9..16, the width the
+  codes were made with), 3: dict_size, 4: total_tokens, 5: dict_offsets_ptype,
+  6: codes_ptype, 7: codes_offsets_ptype }``;
+* children: ``dict_offsets`` (dict_size + 1), ``codes`` (total_tokens), ``codes_offsets``
+  (n + 1), ``uncompressed_lengths`` (n), optional validity. All integer children may be
+  compressed.
+
+Token ``c`` is ``blob[dict_offsets[c]:dict_offsets[c+1]]``. Like the reference, the codes
+``codes[co[0]:co[n]]`` are decoded as one stream and cut into rows by the uncompressed
+lengths. Decoding is vectorized: each token becomes two 8-byte words (its bytes 0..7 and
+8..15) OR-ed into the output as in ``vortex.fsst`` (see ``fsst.scatter_words``).
+
+:func:`onpair_encode` builds a (simplified) OnPair array: a dictionary grown by merging
+frequent adjacent token pairs, parsed greedily by longest match.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from ..errors import MalformedStreamError
+from ..limits import DEFAULT_LIMITS
+from ..proto import parse
+from ._common import canonical_ints, int_ptype_of, validity_spec
+from .fsst import check_lengths, check_window, offsets_from_lengths, scatter_tokens
+
+__all__ = ["OnPairEncoding", "onpair_decompress", "MAX_TOKEN_SIZE"]
+
+MAX_TOKEN_SIZE = 16
+_U64 = np.uint64
+
+
+class OnPairMeta(NamedTuple):
+    uncompressed_lengths_ptype: dt.PType
+    bits: int
+    dict_size: int
+    total_tokens: int
+    dict_offsets_ptype: dt.PType
+    codes_ptype: dt.PType
+    codes_offsets_ptype: dt.PType
+
+
+def onpair_decompress(blob: np.ndarray, dict_offsets: np.ndarray, codes: np.ndarray,
+                      expected: int | None = None, what: str = "vortex.onpair") -> np.ndarray:
+    """Decode a stream of OnPair codes against a dictionary (vectorized)."""
+    nd = len(dict_offsets) - 1
+    if nd < 0:
+        raise MalformedStreamError(f"{what}: dict_offsets is empty")
+    do = dict_offsets.astype(np.int64, copy=False)
+    if nd and (int(do[0]) < 0 or int(do[-1]) > blob.nbytes or bool((do[1:] < do[:-1]).any())):
+        raise MalformedStreamError(
+            f"{what}: dict_offsets are not monotonic inside the {blob.nbytes}-byte dictionary")
+    tlen = np.diff(do)
+    if nd and int(tlen.max()) > MAX_TOKEN_SIZE:
+        raise MalformedStreamError(f"{what}: a dictionary token is over {MAX_TOKEN_SIZE} bytes")
+    if len(codes) == 0:
+        if expected:
+            raise MalformedStreamError(f"{what}: no codes but {expected} uncompressed bytes")
+        return np.zeros(0, np.uint8)
+    cmin, cmax = int(codes.min()), int(codes.max())
+    if cmin < 0 or cmax >= nd:
+        raise MalformedStreamError(f"{what}: code {cmax if cmax >= nd else cmin} is outside the "
+                                   f"{nd}-token dictionary")
+    # the "fat" table: each token as 16 zero-padded bytes = two little-endian words
+    padded = np.zeros(blob.nbytes + MAX_TOKEN_SIZE, dtype=np.uint8)
+    padded[: blob.nbytes] = blob
+    k = np.arange(MAX_TOKEN_SIZE)
+    fat = padded[do[:-1, None] + k]
+    fat[k >= tlen[:, None]] = 0
+    words = np.ascontiguousarray(fat).view("<u8")
+    lo_tab, hi_tab = np.ascontiguousarray(words[:, 0]), np.ascontiguousarray(words[:, 1])
+    tok = codes.astype(np.intp, copy=False)
+    lens = tlen.astype(np.int32)[tok]
+    ends = np.cumsum(lens, dtype=np.int64)
+    total = int(ends[-1])
+    if expected is not None and total != expected:
+        raise MalformedStreamError(
+            f"{what}: codes decode to {total} bytes, the uncompressed lengths sum to {expected}")
+    out = np.zeros((total >> 3) + 4, dtype=_U64)
+    scatter_tokens(out, ends, lens, tok, lo_tab)
+    long_ = np.flatnonzero(lens > 8)
+    if len(long_):
+        scatter_tokens(out, ends[long_], lens[long_], tok[long_], hi_tab, shift=8)
+    return out.view(np.uint8)[:total]
+
+
+class OnPairEncoding(Encoding):
+    id = "vortex.onpair"
+
+    def check_dtype(self, dtype: dt.DType) -> None:
+        if not isinstance(dtype, (dt.Utf8, dt.Binary)):
+            raise MalformedStreamError(f"vortex.onpair cannot hold {dtype!r}")
+
+    def parse_metadata(self, raw: bytes, dtype, length) -> OnPairMeta:
+        f = parse(raw, "OnPairMetadata")
+        return OnPairMeta(
+            int_ptype_of(f.get_uint(1, 0), "vortex.onpair uncompressed_lengths"),
+            f.get_uint(2, 0, bits=32),
+            f.get_uint(3, 0, bits=32),
+            f.get_uint(4, 0),
+            int_ptype_of(f.get_uint(5, 0), "vortex.onpair dict_offsets"),
+            int_ptype_of(f.get_uint(6, 0), "vortex.onpair codes"),
+            int_ptype_of(f.get_uint(7, 0), "vortex.onpair codes_offsets"),
+        )
+
+    def nbuffers(self, dtype, meta) -> tuple[int, int]:
+        return (1, 1)
+
+    def child_specs(self, dtype, length, meta: OnPairMeta, parts: ArrayParts):
+        return [(dt.Primitive(meta.dict_offsets_ptype, False), meta.dict_size + 1),
+                (dt.Primitive(meta.codes_ptype, False), meta.total_tokens),
+                (dt.Primitive(meta.codes_offsets_ptype, False), length + 1),
+                (dt.Primitive(meta.uncompressed_lengths_ptype, False), length),
+                *validity_spec(self.id, dtype, length, parts.nchildren, 4)]
+
+    def validate(self, arr: Array, limits) -> None:
+        if arr.meta.bits > 32:
+            raise MalformedStreamError(f"vortex.onpair: {arr.meta.bits}-bit codes")
+        arr._cache["limits"] = limits
+
+    def buffer_alignments(self, arr: Array) -> list[int]:
+        return [3]
+
+    def canonicalize(self, arr: Array) -> Array:
+        from .varbin import varbin_array
+
+        n = len(arr)
+        ulen = canonical_ints(arr.children[3], "vortex.onpair uncompressed lengths")
+        co = canonical_ints(arr.children[2], "vortex.onpair codes_offsets")
+        if len(ulen) != n or len(co) != n + 1:
+            raise MalformedStreamError("vortex.onpair children do not match the array length")
+        total = check_lengths(ulen, self.id)
+        check_decoded_size(total, f"vortex.onpair of {n} rows",
+                           arr._cache.get("limits", DEFAULT_LIMITS))
+        lo, hi = check_window(co, len(arr.children[1]), self.id)
+        codes = canonical_ints(arr.children[1].slice(lo, hi), "vortex.onpair codes")
+        do = canonical_ints(arr.children[0], "vortex.onpair dict_offsets")
+        data = onpair_decompress(arr.buffers[0], do, codes, total)
+        validity = arr.children[4] if len(arr.children) > 4 else None
+        return varbin_array(arr.dtype, offsets_from_lengths(ulen), data, validity)
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        kids = [arr.children[0], arr.children[1], arr.children[2].slice(start, stop + 1),
+                arr.children[3].slice(start, stop)]
+        if len(arr.children) > 4:
+            kids.append(arr.children[4].slice(start, stop))
+        a = Array(self, arr.dtype, stop - start, metadata=arr.metadata, buffers=arr.buffers,
+                  children=kids)
+        a._cache["meta"] = arr.meta
+        if "limits" in arr._cache:
+            a._cache["limits"] = arr._cache["limits"]
+        return a
+
+    def describe(self, arr: Array) -> str:
+        m = arr.meta
+        return f"bits={m.bits}, tokens={m.dict_size}, codes={m.total_tokens}"
+
+    def child_names(self, arr: Array) -> list[str]:
+        return ["dict_offsets", "codes", "codes_offsets", "uncompressed_lengths", "validity"]
+
+
+ONPAIR = register_encoding(OnPairEncoding())
