@@ -288,17 +288,21 @@ def sparse_encode(array: Any, fill: Any = None) -> Array:
 
 
 def _most_frequent(key: np.ndarray, vals: np.ndarray, valid: np.ndarray | None, d: dt.DType) -> Any:
-    """The most frequent value (None when nulls are the most frequent)."""
+    """The most frequent value (hash counts; ties go to the first seen), or None when
+    nulls are the most frequent."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     kv = key if valid is None else key[valid]
     nulls = 0 if valid is None else int(len(key) - len(kv))
     if len(kv) == 0:
         return None
-    _uniq, first, counts = np.unique(kv, return_index=True, return_counts=True)
+    vc = pc.value_counts(pa.array(kv))
+    counts = np.asarray(vc.field("counts"))
     best = int(np.argmax(counts))
     if nulls > int(counts[best]):
         return None
-    src = vals if valid is None else vals[valid]
-    v = src[first[best]]
+    v = np.asarray(vc.field("values"))[best : best + 1].view(vals.dtype)[0]
     if isinstance(d, dt.Bool):
         return bool(v)
     return v.item()
