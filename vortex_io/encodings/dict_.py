@@ -250,7 +250,13 @@ def _take_arrow(values: Array, idx: np.ndarray, valid: np.ndarray | None, d: dt.
             if total > 2**31 - 1:
                 a = a.cast(pa.large_string() if pa.types.is_string(a.type) else pa.large_binary())
     ind = pa.array(idx, mask=None if valid is None else ~valid)
-    return from_arrow(a.take(ind), dtype=d)
+    out = from_arrow(a.take(ind), dtype=d)
+    if out.encoding == "vortex.varbin" and out.children[0].encoding == "vortex.primitive":
+        # Arrow built these offsets: seed varbin's cache so they are not re-validated
+        from .primitive import primitive_raw
+
+        out._cache.setdefault("offsets", primitive_raw(out.children[0]))
+    return out
 
 
 def repeat_canonical(values: Array, counts: np.ndarray, dtype: dt.DType | None = None) -> Array:
