@@ -534,6 +534,10 @@ def _vx_cases():
         "vortex.dict"
     yield "int_low_nulls", pa.array([None if i == 0 else int(i) * 99991 for i in rng.integers(0, 6, n)]), \
         "vortex.dict"
+    yield "utf8_mostly_null", pa.array([None if rng.random() < 0.99 else f"s{int(i)}"
+                                         for i in rng.integers(0, 10**6, 4 * n)]), "vortex.sparse"
+    yield "i32_mostly_null", pa.array(rng.integers(0, 10**9, 4 * n).astype(np.int32),
+                                      mask=rng.random(4 * n) < 0.99), "vortex.sparse"
     yield "arange", pa.array(np.arange(n, dtype=np.int64) * 3 + 1000), "vortex.sequence"
     yield "arange_u8", pa.array(np.arange(200, dtype=np.uint8)), "vortex.sequence"
 

@@ -69,6 +69,10 @@ def cases() -> dict[str, tuple[list[pa.Array], list[str]]]:
     out["i64_two_chunks"] = (
         [pa.array(np.repeat(rng.integers(0, 50, n // 50), 50)), pa.array(np.arange(n, dtype=np.int64))],
         ["vortex.dict", "vortex.sequence"])
+    out["utf8_mostly_null"] = (
+        [pa.array([None if rng.random() < 0.99 else f"s{int(rng.integers(0, 10**6))}" for _ in range(n)])],
+        ["vortex.sparse"])
+    out["f64_mostly_null"] = ([pa.array(rng.normal(size=n), mask=rng.random(n) < 0.99)], ["vortex.sparse"])
     return out
 
 
