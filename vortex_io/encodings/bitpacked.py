@@ -1,0 +1,336 @@
+"""``fastlanes.bitpacked``: integers packed to B bits in the FastLanes 1024-value layout.
+
+Wire form (vortex-data 0.93): metadata ``BitPackedMetadata`` (1 bit_width, 2 offset < 1024,
+3 optional ``PatchesMetadata``); buffer 0 holds ``ceil((offset + n) / 1024)`` chunks of
+``128 * B`` bytes; children are the patches (indices, values, [chunk_offsets]) and then the
+optional validity. Values are zero-extended on unpack, then patched, then masked by the
+validity. The layout itself lives in ``fastlanes_layout``.
+
+>>> import numpy as np
+>>> from vortex_io.encodings.primitive import primitive_array
+>>> a = bitpack(primitive_array(np.array([1, 2, 3, 1000], dtype=np.int32)), 2)
+>>> a.encoding, a.meta.bit_width, a.meta.patches.len
+('fastlanes.bitpacked', 2, 1)
+>>> a.to_pylist()
+[1, 2, 3, 1000]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import dtype as dt
+from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from ..errors import MalformedStreamError
+from ..proto import ProtoWriter, parse
+from . import fastlanes_layout as fl
+from ._common import log2_width, typed_buffer, validity_mask, validity_spec
+from .patches import PatchesMeta, apply_patches, make_patches, patch_positions
+from .primitive import primitive_array, primitive_values
+
+__all__ = [
+    "BitPackedMeta",
+    "BitPackedEncoding",
+    "BITPACKED",
+    "best_bit_width",
+    "bit_length_histogram",
+    "bitpack",
+    "bitpacked_take",
+    "bitpacked_array",
+]
+
+
+@dataclass(frozen=True)
+class BitPackedMeta:
+    """Parsed ``BitPackedMetadata``."""
+
+    bit_width: int
+    offset: int = 0
+    patches: PatchesMeta | None = None
+
+    @classmethod
+    def decode(cls, raw: bytes, dtype: dt.DType) -> BitPackedMeta:
+        f = parse(raw, "BitPackedMetadata")
+        b = f.get_uint(1, 0, bits=32)
+        off = f.get_uint(2, 0, bits=32)
+        w = dtype.ptype.byte_width * 8  # type: ignore[attr-defined]
+        if b > w:  # type: ignore[operator]
+            raise MalformedStreamError(
+                f"fastlanes.bitpacked: bit width {b} is wider than {dtype!r}")
+        if off >= 1024:  # type: ignore[operator]
+            raise MalformedStreamError(f"fastlanes.bitpacked: offset {off} is not < 1024")
+        pf = f.get_message(3, "fastlanes.bitpacked PatchesMetadata")
+        p = None if pf is None else PatchesMeta.from_fields(pf, "fastlanes.bitpacked")
+        return cls(b, off, p)  # type: ignore[arg-type]
+
+    def encode(self) -> bytes:
+        w = ProtoWriter().varint(1, self.bit_width).varint(2, self.offset)
+        if self.patches is not None:
+            w.message(3, self.patches.encode())
+        return w.finish()
+
+
+def _packed_bytes(n: int, offset: int, b: int) -> int:
+    return (offset + n + 1023) // 1024 * 128 * b
+
+
+class BitPackedEncoding(Encoding):
+    id = "fastlanes.bitpacked"
+
+    def check_dtype(self, dtype: dt.DType) -> None:
+        if not isinstance(dtype, dt.Primitive) or not dtype.ptype.is_int:
+            raise MalformedStreamError(f"fastlanes.bitpacked cannot hold {dtype!r}")
+
+    def parse_metadata(self, raw: bytes, dtype: dt.DType, length: int) -> BitPackedMeta:
+        self.check_dtype(dtype)
+        return BitPackedMeta.decode(raw, dtype)
+
+    def nbuffers(self, dtype, meta) -> tuple[int, int]:
+        return (1, 1)
+
+    def child_specs(self, dtype, length, meta: BitPackedMeta, parts: ArrayParts):
+        specs = meta.patches.child_specs(dtype) if meta.patches is not None else []
+        return specs + validity_spec(self.id, dtype, length, parts.nchildren, len(specs))
+
+    def validate(self, arr: Array, limits) -> None:
+        m: BitPackedMeta = arr.meta
+        need = _packed_bytes(len(arr), m.offset, m.bit_width)
+        if arr.buffers[0].nbytes != need:
+            raise MalformedStreamError(
+                f"fastlanes.bitpacked: packed buffer is {arr.buffers[0].nbytes} bytes, "
+                f"{len(arr)} values at offset {m.offset} and {m.bit_width} bits need {need}")
+        check_decoded_size((len(arr) + m.offset + 1023) // 1024 * 1024 * arr.dtype.ptype.byte_width,
+                           f"fastlanes.bitpacked of {len(arr)} rows", limits)
+
+    def buffer_alignments(self, arr: Array) -> list[int]:
+        return [log2_width(arr.dtype.ptype)]
+
+    # -- decoding ------------------------------------------------------------------------
+    def _validity_child(self, arr: Array) -> Array | None:
+        np_ = arr.meta.patches.nchildren if arr.meta.patches is not None else 0
+        return arr.children[np_] if len(arr.children) > np_ else None
+
+    def unpacked(self, arr: Array) -> np.ndarray:
+        """The packed values of the node (zero-extended, not patched), in the dtype."""
+        m: BitPackedMeta = arr.meta
+        p = arr.dtype.ptype
+        w = p.byte_width * 8
+        n = len(arr)
+        nchunks = (m.offset + n + 1023) // 1024
+        words = typed_buffer(arr, 0, fl.UNSIGNED[w], nchunks * 128 * m.bit_width * 8 // w)
+        vals = fl.unpack(words, w, m.bit_width, nchunks)[m.offset : m.offset + n]
+        return vals.view(p.np_dtype)
+
+    def canonicalize(self, arr: Array) -> Array:
+        m: BitPackedMeta = arr.meta
+        n = len(arr)
+        vals = self.unpacked(arr)
+        if m.patches is not None and m.patches.len:
+            vals, pmask = apply_patches(vals, None, m.patches, arr.children[0], arr.children[1], n)
+            if pmask is not None and not pmask.all():
+                raise MalformedStreamError("fastlanes.bitpacked: patch values contain nulls")
+        return primitive_array(vals, self._validity_child(arr), nullable=arr.dtype.nullable)
+
+    def slice(self, arr: Array, start: int, stop: int) -> Array:
+        m: BitPackedMeta = arr.meta
+        if stop == start:  # vortex-data 0.93 panics on some empty encoded nodes
+            return primitive_array(np.zeros(0, arr.dtype.ptype.np_dtype), nullable=arr.dtype.nullable)
+        b = m.bit_width
+        first = m.offset + start
+        block = first // 1024
+        new_off = first % 1024
+        nblocks = (m.offset + stop + 1023) // 1024 - block
+        packed = arr.buffers[0][block * 128 * b : (block + nblocks) * 128 * b]
+        kids: list[Array] = []
+        pm = None
+        if m.patches is not None and m.patches.len:
+            pos, _ = patch_positions(m.patches, arr.children[0], len(arr))
+            lo, hi = np.searchsorted(pos, [start, stop])
+            if hi > lo:
+                pm = PatchesMeta(int(hi - lo), m.patches.offset + start, m.patches.indices_ptype)
+                kids = [arr.children[0].slice(int(lo), int(hi)), arr.children[1].slice(int(lo), int(hi))]
+        v = self._validity_child(arr)
+        if v is not None:
+            kids.append(v.slice(start, stop))
+        meta = BitPackedMeta(b, new_off, pm)
+        out = Array(self, arr.dtype, stop - start, metadata=meta.encode(), buffers=[packed],
+                    children=kids)
+        out._cache["meta"] = meta
+        return out
+
+    def describe(self, arr: Array) -> str:
+        m: BitPackedMeta = arr.meta
+        s = f"bits={m.bit_width}"
+        if m.offset:
+            s += f", offset={m.offset}"
+        if m.patches is not None:
+            s += f", patches={m.patches.len}"
+        return s
+
+    def child_names(self, arr: Array) -> list[str]:
+        names = []
+        if arr.meta.patches is not None:
+            names = ["patch_indices", "patch_values", "patch_chunk_offsets"][: arr.meta.patches.nchildren]
+        return [*names, "validity"]
+
+
+BITPACKED = register_encoding(BitPackedEncoding())
+
+
+# -- random access ----------------------------------------------------------------------
+
+
+def bitpacked_take(arr: Array, indices: Any) -> Array:
+    """Rows ``indices`` of a ``fastlanes.bitpacked`` array, read straight from the packed
+    buffer (no full unpack), as a ``vortex.primitive`` array. Vectorized over ``indices``.
+
+    Out-of-range indices raise ``IndexError``.
+    """
+    if arr.encoding != BITPACKED.id:
+        raise TypeError(f"bitpacked_take needs a fastlanes.bitpacked array, not {arr.encoding}")
+    m: BitPackedMeta = arr.meta
+    n = len(arr)
+    idx = np.asarray(indices)
+    if idx.dtype == np.bool_:
+        idx = np.flatnonzero(idx)
+    idx = idx.astype(np.intp, copy=False).ravel()
+    if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= n):
+        raise IndexError(f"take index out of range for an array of {n} rows")
+    p = arr.dtype.ptype
+    w = p.byte_width * 8
+    nchunks = (m.offset + n + 1023) // 1024
+    words = typed_buffer(arr, 0, fl.UNSIGNED[w], nchunks * 128 * m.bit_width * 8 // w)
+    vals = fl.unpack_at(words, w, m.bit_width, idx + m.offset).view(p.np_dtype)
+    if m.patches is not None and m.patches.len:
+        pos, sel = patch_positions(m.patches, arr.children[0], n)
+        if len(pos):
+            from .primitive import primitive_values as pv_
+
+            pvals, _ = pv_(arr.children[1].canonical())
+            k = np.searchsorted(pos, idx)
+            k_c = np.minimum(k, len(pos) - 1)
+            hit = pos[k_c] == idx
+            vals[hit] = pvals[sel[k_c[hit]]].astype(vals.dtype, copy=False)
+    v = BITPACKED._validity_child(arr)
+    validity = None
+    if v is not None:
+        mask = validity_mask(v, n)
+        from .bool_ import bool_array
+
+        validity = bool_array(np.ones(len(idx), np.bool_) if mask is None else mask[idx])
+    return primitive_array(vals, validity, nullable=arr.dtype.nullable)
+
+
+# -- encoding ---------------------------------------------------------------------------
+
+
+def bit_length_histogram(u: np.ndarray) -> np.ndarray:
+    """Counts of bit lengths 0..W of unsigned values (length W + 1)."""
+    w = u.dtype.itemsize * 8
+    return np.bincount(_bit_lengths(u), minlength=w + 1)
+
+
+def _bit_lengths(u: np.ndarray) -> np.ndarray:
+    """Bit length of each unsigned value (0 for 0), as uint8."""
+    w = u.dtype.itemsize * 8
+    if w <= 16:
+        table = _small_table(w)
+        return table[u]
+    if w == 32:
+        return np.frexp(u.astype(np.float64))[1].astype(np.uint8)
+    hi = (u >> np.uint64(32)).astype(np.uint32)
+    lo = u.astype(np.uint32)
+    bl_hi = np.frexp(hi.astype(np.float64))[1]
+    bl_lo = np.frexp(lo.astype(np.float64))[1]
+    return np.where(hi != 0, bl_hi + 32, bl_lo).astype(np.uint8)
+
+
+_TABLES: dict[int, np.ndarray] = {}
+
+
+def _small_table(w: int) -> np.ndarray:
+    t = _TABLES.get(w)
+    if t is None:
+        t = np.frexp(np.arange(1 << w, dtype=np.float64))[1].astype(np.uint8)
+        _TABLES[w] = t
+    return t
+
+
+def best_bit_width(hist: np.ndarray, byte_width: int) -> int:
+    """The bit width vortex-data picks: minimize packed bytes + (byte_width + 4) per exception."""
+    hist = np.asarray(hist, dtype=np.int64)
+    n = int(hist.sum())
+    per_exc = byte_width + 4
+    widths = np.arange(len(hist), dtype=np.int64)
+    packed = (widths * n + 7) // 8
+    exceptions = (n - np.cumsum(hist)) * per_exc
+    cost = packed + exceptions
+    best_cost = n * per_exc
+    # first width strictly cheaper than all-exceptions and than every narrower width
+    best = 0
+    for bw in range(len(hist)):
+        if cost[bw] < best_cost:
+            best_cost = int(cost[bw])
+            best = bw
+    return best
+
+
+def bitpacked_array(words: np.ndarray, dtype: dt.Primitive, length: int, bit_width: int,
+                    offset: int = 0, patches: tuple[bytes, list[Array]] | None = None,
+                    validity: Array | None = None) -> Array:
+    """A ``fastlanes.bitpacked`` node from packed words (any dtype; taken as raw bytes)."""
+    pmeta = None
+    kids: list[Array] = []
+    if patches is not None:
+        pmeta = PatchesMeta.decode(patches[0], "fastlanes.bitpacked")
+        kids = list(patches[1])
+    if validity is not None:
+        kids.append(validity)
+    meta = BitPackedMeta(bit_width, offset, pmeta)
+    a = Array(BITPACKED, dtype, length, metadata=meta.encode(),
+              buffers=[np.ascontiguousarray(words).reshape(-1).view(np.uint8)], children=kids)
+    a._cache["meta"] = meta
+    return a
+
+
+def bitpack(array: Array, bit_width: int | None = None, *, patches: bool = True) -> Array:
+    """Bit-pack an integer array.
+
+    ``bit_width`` defaults to vortex-data's choice (from the histogram of bit lengths, with
+    exceptions costed at the value width + 4 bytes). Values wider than the bit width (and
+    negative values, whose unsigned view is full width) become patches; with
+    ``patches=False`` they raise ``ValueError``. Nulls are packed as 0 and the validity is
+    kept as a child.
+    """
+    c = array.canonical()
+    if not isinstance(c.dtype, dt.Primitive) or not c.dtype.ptype.is_int:
+        raise TypeError(f"bitpack needs an integer array, not {c.dtype!r}")
+    p = c.dtype.ptype
+    w = p.byte_width * 8
+    n = len(c)
+    vals, mask = primitive_values(c)
+    ut = fl.UNSIGNED[w]
+    u = vals.view(ut)
+    if mask is not None:
+        u = np.where(mask, u, ut.type(0))
+    bl = _bit_lengths(u)
+    if bit_width is None:
+        bit_width = best_bit_width(np.bincount(bl, minlength=w + 1), p.byte_width)
+    if not 0 <= bit_width <= w:
+        raise ValueError(f"bit width {bit_width} is outside 0..{w} for {p.short}")
+    exc = np.flatnonzero(bl > bit_width)
+    pt = None
+    if len(exc):
+        if not patches:
+            raise ValueError(f"{len(exc)} values do not fit in {bit_width} bits")
+        pv = primitive_array(vals[exc], nullable=c.dtype.nullable, ptype=p)
+        pt = make_patches(exc, pv)
+    nchunks = (n + 1023) // 1024
+    padded = np.zeros(nchunks * 1024, dtype=ut)
+    padded[:n] = u
+    words = fl.pack(padded, bit_width)
+    validity = c.children[0] if c.children else None
+    return bitpacked_array(words, c.dtype, n, bit_width, 0, pt, validity)

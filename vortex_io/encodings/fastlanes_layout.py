@@ -1,0 +1,269 @@
+"""The FastLanes 1024-value layouts shared by ``fastlanes.bitpacked``, ``fastlanes.delta``
+and friends, as vectorized numpy kernels.
+
+Bit-packing (see the reference notes, section 4): with T the unsigned integer type of W
+bits, LANES = 1024 / W and B the bit width, a chunk of 1024 values is stored in
+``1024 * B / W`` words. Lane ``l``'s bit stream is words ``l, l + LANES, l + 2 * LANES, ...``
+and its row ``r`` (0 <= r < W) holds bits ``[r * B, (r + 1) * B)`` of that stream, the
+value at chunk position ``FL_ORDER[r // 8] * 16 + (r % 8) * 128 + l``.
+
+Seen as an ``(8, 128)`` grid, row ``r`` of every lane is one contiguous run of LANES
+positions: ``grid[r % 8, FL_ORDER[r // 8] * 16 : ... + LANES]``. The kernels below therefore
+loop over the W rows (at most 64) and move whole ``(chunks, LANES)`` planes with numpy, never
+over values or chunks.
+
+The delta layout transposes each 1024-value chunk first (``transpose_index``) and then runs
+one prefix sum per lane in the same row order as bit-packing.
+
+>>> import numpy as np
+>>> v = np.arange(1024, dtype=np.uint32) % 100
+>>> w = pack(v, 7)
+>>> len(w), bool((unpack(w, 32, 7, 1) == v).all())
+(224, True)
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cache
+
+import numpy as np
+
+__all__ = [
+    "FL_ORDER",
+    "UNSIGNED",
+    "inverse_index",
+    "lanes",
+    "pack",
+    "row_plan",
+    "row_slots",
+    "transpose_index",
+    "unpack",
+    "unpack_at",
+    "unpack_index",
+]
+
+FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
+#: unsigned numpy type for each bit width of T
+UNSIGNED = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
+
+
+_SCRATCH = threading.local()
+_SCRATCH_MAX_BYTES = 64 << 20
+
+
+def _scratch(slot: str, nbytes: int) -> np.ndarray:
+    """A per-thread reusable byte buffer (avoids page-faulting fresh intermediates on every
+    decode); buffers over ``_SCRATCH_MAX_BYTES`` are not kept."""
+    buf = getattr(_SCRATCH, slot, None)
+    if buf is not None and buf.nbytes >= nbytes:
+        return buf[:nbytes]
+    buf = np.empty(nbytes, dtype=np.uint8)
+    if nbytes <= _SCRATCH_MAX_BYTES:
+        setattr(_SCRATCH, slot, buf)
+    return buf
+
+
+def lanes(w: int) -> int:
+    """Lanes of a 1024-bit register for a W-bit type."""
+    return 1024 // w
+
+
+@cache
+def row_slots(w: int) -> tuple[tuple[int, int], ...]:
+    """Per row r of a W-bit type: (grid row, first column) of its LANES outputs in the
+    (8, 128) view of a chunk."""
+    return tuple((r % 8, FL_ORDER[r // 8] * 16) for r in range(w))
+
+
+@cache
+def unpack_index(w: int) -> np.ndarray:
+    """(W, LANES) table: chunk position of row r of lane l (read-only, cached)."""
+    r = np.arange(w)[:, None]
+    lane = np.arange(lanes(w))[None, :]
+    order = np.asarray(FL_ORDER)[r // 8]
+    t = (order * 16 + (r % 8) * 128 + lane).astype(np.intp)
+    t.flags.writeable = False
+    return t
+
+
+@cache
+def inverse_index(w: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, lane) of each of the 1024 chunk positions (read-only, cached)."""
+    t = unpack_index(w)
+    row = np.empty(1024, dtype=np.intp)
+    lane = np.empty(1024, dtype=np.intp)
+    row[t.ravel()] = np.repeat(np.arange(w), lanes(w))
+    lane[t.ravel()] = np.tile(np.arange(lanes(w)), w)
+    row.flags.writeable = False
+    lane.flags.writeable = False
+    return row, lane
+
+
+@cache
+def row_plan(w: int, b: int) -> tuple[tuple[int, int, bool], ...]:
+    """Per row: (word k of the lane stream, bit shift within it, spills into word k + 1)."""
+    out = []
+    for r in range(w):
+        start = r * b
+        k, s = divmod(start, w)
+        out.append((k, s, s + b > w))
+    return tuple(out)
+
+
+@cache
+def transpose_index() -> np.ndarray:
+    """The FastLanes transpose: ``transposed[i] = values[transpose_index()[i]]`` within a
+    chunk (the same for every type width; read-only, cached)."""
+    i = np.arange(1024)
+    lane = i % 16
+    order = np.asarray(FL_ORDER)[(i // 16) % 8]
+    row = i // 128
+    t = (lane * 64 + order * 8 + row).astype(np.intp)
+    t.flags.writeable = False
+    return t
+
+
+@cache
+def _gather_tables(w: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per chunk position: (word index in the chunk, shift, spill word index, spill shift - 1),
+    shifts in the W-bit type.
+
+    The spill word is shifted left by ``spill shift - 1`` then by 1 more, so a position that
+    does not spill (spill shift W) gets 0 from it without ever shifting by W at once.
+    """
+    ut = UNSIGNED[w]
+    row, lane = inverse_index(w)
+    start = row * b
+    k = start // w
+    s = start % w
+    nl = lanes(w)
+    word = k * nl + lane
+    spills = s + b > w
+    spill_word = np.where(spills, word + nl, word)
+    spill_shift = np.where(spills, w - s, w)
+    tabs = (word.astype(np.intp), s.astype(ut), spill_word.astype(np.intp),
+            (spill_shift - 1).astype(ut))
+    for t in tabs:
+        t.flags.writeable = False
+    return tabs
+
+
+def _mask(w: int, b: int, ut: np.dtype):
+    return ut.type((1 << b) - 1)
+
+
+def unpack(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
+    """Unpack ``nchunks`` FastLanes chunks of B-bit values of a W-bit unsigned type.
+
+    ``words`` holds ``nchunks * 1024 * B / W`` words of the unsigned W-bit type (checked
+    by the caller). Returns ``nchunks * 1024`` values of that type, zero-extended.
+    """
+    ut = UNSIGNED[w]
+    if b == 0 or nchunks == 0:
+        return np.zeros(nchunks * 1024, dtype=ut)
+    if nchunks < max(8, w // 4):
+        return _gather_unpack(words, w, b, nchunks)
+    nl = lanes(w)
+    nblk = w // 8
+    m = nchunks * nl
+    # lane streams word-major: wt[k] is word k of every lane of every chunk (contiguous)
+    wt = _scratch("wt", words.nbytes).view(ut).reshape(b, m)
+    wt.reshape(b, nchunks, nl)[...] = words.reshape(nchunks, b, nl).transpose(1, 0, 2)
+    # rows[j, g] holds row r = 8 * o + g, where j is the 128-column block FL_ORDER[o] maps to
+    rows = _scratch("rows", nchunks * 1024 * ut.itemsize).view(ut).reshape(nblk, 8, m)
+    tmp = _scratch("tmp", m * ut.itemsize).view(ut)
+    for r, (k, s, spill) in enumerate(row_plan(w, b)):
+        o, g = divmod(r, 8)
+        dst = rows[FL_ORDER[o] * 16 // nl, g]
+        if s:
+            np.right_shift(wt[k], s, out=dst)
+        else:
+            dst[...] = wt[k]
+        if spill:
+            np.left_shift(wt[k + 1], w - s, out=tmp)
+            np.bitwise_or(dst, tmp, out=dst)
+    if b < w:
+        np.bitwise_and(rows, _mask(w, b, ut), out=rows)
+    # one transposing copy per grid row g: (block, chunk, lane) -> (chunk, block, lane);
+    # split by g so each copy reads few streams at once (much faster for u64)
+    out = np.empty(nchunks * 1024, dtype=ut)
+    grid = out.reshape(nchunks, 8, nblk, nl)
+    for g in range(8):
+        grid[:, g] = rows[:, g].reshape(nblk, nchunks, nl).transpose(1, 0, 2)
+    return out
+
+
+def _gather_unpack(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
+    word, s, spill_word, spill_shift = _gather_tables(w, b)
+    w2 = words.reshape(nchunks, 1024 * b // w)
+    return _extract(w2, word, s, spill_word, spill_shift, w, b).reshape(-1)
+
+
+def _extract(words: np.ndarray, word: np.ndarray, s: np.ndarray, spill_word: np.ndarray,
+             spill_shift: np.ndarray, w: int, b: int) -> np.ndarray:
+    """Values at word/shift coordinates: ``words`` 1-D with flat coordinates, or 2-D
+    (chunks, words per chunk) with per-chunk coordinates broadcast over the chunks."""
+    ut = UNSIGNED[w]
+    one = ut.type(1)
+    if words.ndim == 2:
+        lo = np.take(words, word, axis=1)
+        hi = np.take(words, spill_word, axis=1)
+    else:
+        lo = words[word]
+        hi = words[spill_word]
+    np.right_shift(lo, s, out=lo)
+    np.left_shift(hi, spill_shift, out=hi)
+    np.left_shift(hi, one, out=hi)
+    np.bitwise_or(lo, hi, out=lo)
+    if b < w:
+        np.bitwise_and(lo, _mask(w, b, ut), out=lo)
+    return lo
+
+
+def unpack_at(words: np.ndarray, w: int, b: int, positions: np.ndarray) -> np.ndarray:
+    """The values at absolute ``positions`` (chunk * 1024 + index in chunk) of a packed
+    buffer, read straight from the words (random access, vectorized)."""
+    ut = UNSIGNED[w]
+    positions = np.asarray(positions, dtype=np.intp)
+    if b == 0 or len(positions) == 0:
+        return np.zeros(len(positions), dtype=ut)
+    word, s, spill_word, spill_shift = _gather_tables(w, b)
+    chunk, j = np.divmod(positions, 1024)
+    base = chunk * (1024 * b // w)
+    return _extract(words, base + word[j], s[j], base + spill_word[j], spill_shift[j], w, b)
+
+
+def pack(values: np.ndarray, b: int) -> np.ndarray:
+    """Pack unsigned values (length a multiple of 1024) into B-bit FastLanes words.
+
+    Values are masked to their low B bits. Returns ``len / 1024 * 1024 * B / W`` words of the
+    values' type (an empty array for B = 0).
+    """
+    ut = values.dtype
+    w = ut.itemsize * 8
+    n = len(values)
+    if n % 1024:
+        raise ValueError("pack needs whole 1024-value chunks")
+    nchunks = n // 1024
+    nl = lanes(w)
+    if b == 0 or nchunks == 0:
+        return np.zeros(0, dtype=ut)
+    if b < w:
+        values = values & _mask(w, b, ut)
+    grid = values.reshape(nchunks, 8, 128)
+    out = np.zeros((nchunks, b, nl), dtype=ut)
+    slots = row_slots(w)
+    tmp = np.empty((nchunks, nl), dtype=ut)
+    for r, (k, s, spill) in enumerate(row_plan(w, b)):
+        g, c = slots[r]
+        src = grid[:, g, c : c + nl]
+        if s:
+            np.left_shift(src, s, out=tmp)
+            np.bitwise_or(out[:, k, :], tmp, out=out[:, k, :])
+        else:
+            np.bitwise_or(out[:, k, :], src, out=out[:, k, :])
+        if spill:
+            np.right_shift(src, w - s, out=tmp)
+            np.bitwise_or(out[:, k + 1, :], tmp, out=out[:, k + 1, :])
+    return out.reshape(-1)
