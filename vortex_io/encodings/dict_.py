@@ -7,7 +7,7 @@ null row. vortex-data's compressor writes nullable codes for numbers, and for st
 null *value* in the dictionary with non-nullable codes.
 
 Decoding gathers the canonical values with the codes (vectorized; see ``take_canonical``,
-also used by ``vortex.runend`` and ``vortex.sparse``).
+also used by ``vortex.runend`` and ``sparse_encode``).
 
 >>> import pyarrow as pa
 >>> d = dict_encode(pa.array(["a", "b", None, "a"]))
@@ -200,9 +200,10 @@ def take_canonical(values: Array, idx: np.ndarray, valid: np.ndarray | None = No
                    dtype: dt.DType | None = None) -> Array:
     """Rows ``values[idx]`` of a canonical array, as a canonical array of ``dtype``.
 
-    ``idx`` are in-range intp indices; ``valid`` (optional) marks rows to null out.
-    Primitive, bool, utf8/binary and extension values gather with numpy; other dtypes go
-    through Arrow's ``take``.
+    ``idx`` are in-range integer indices; ``valid`` (optional, False = null) marks rows to
+    null out. Primitive, bool and extension values gather with numpy; strings, binary and
+    nested dtypes go through Arrow's ``take`` (for strings it measured ~6x faster than a
+    numpy byte gather: 10 ms vs 60-130 ms for 1M rows of a 50-value dictionary).
     """
     from ._common import validity_mask
     from .bool_ import bool_array, bool_values
