@@ -15,6 +15,10 @@ and ``items()`` every pair in order.
 (3, True)
 >>> Metadata({"k": "v"}) == {b"k": b"v"}
 True
+>>> Metadata([("a", "1"), ("b", "2")]) == {"b": "2", "a": "1"}  # order across keys: free
+True
+>>> Metadata([("t", "1"), ("t", "2")]) == Metadata([("t", "2"), ("t", "1")])  # within: kept
+False
 """
 
 from __future__ import annotations
@@ -54,6 +58,23 @@ class _Items(ItemsView):
         return f"items({list(self._pairs)!r})"
 
 
+class _Values(ValuesView):
+    def __init__(self, pairs: tuple[tuple[bytes, bytes], ...]) -> None:
+        self._pairs = pairs
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (v for _, v in self._pairs)
+
+    def __contains__(self, value: object) -> bool:
+        return any(v == value for _, v in self._pairs)
+
+    def __repr__(self) -> str:
+        return f"values({[v for _, v in self._pairs]!r})"
+
+
 class Metadata(Mapping[bytes, bytes]):
     """A read-only, ordered multimap of bytes to bytes.
 
@@ -77,6 +98,8 @@ class Metadata(Mapping[bytes, bytes]):
             pairs = [(_b(k, "key"), _b(v, "value")) for k, v in source.items()]
         else:
             for kv in source:
+                if isinstance(kv, (str, bytes, bytearray, memoryview)):
+                    raise TypeError("metadata pairs must be (key, value) tuples")
                 try:
                     k, v = kv
                 except (TypeError, ValueError):
@@ -109,7 +132,8 @@ class Metadata(Mapping[bytes, bytes]):
         return KeysView(self)
 
     def values(self) -> ValuesView[bytes]:  # type: ignore[override]
-        return ValuesView(self)
+        """Every value, in order (one per pair, duplicates' values included)."""
+        return _Values(self._pairs)
 
     def items(self) -> ItemsView[bytes, bytes]:  # type: ignore[override]
         """Every (key, value) pair, in order, duplicates included."""
@@ -133,18 +157,25 @@ class Metadata(Mapping[bytes, bytes]):
 
         return pa.KeyValueMetadata(list(self._pairs))
 
+    def _canonical(self) -> tuple[tuple[bytes, bytes], ...]:
+        """Pairs grouped by key (stable: each key's values keep their order)."""
+        return tuple(sorted(self._pairs, key=lambda kv: kv[0]))
+
     def __eq__(self, other: object) -> bool:
+        """Equal when every key has the same values in the same order; the order between
+        different keys does not matter (as for ``pyarrow.KeyValueMetadata`` and dicts).
+        Compare ``list(m.items())`` to compare the exact order."""
         if isinstance(other, Metadata):
-            return self._pairs == other._pairs
+            return self._canonical() == other._canonical()
         if isinstance(other, Mapping):
             try:
-                return self._pairs == Metadata(other)._pairs
+                return self._canonical() == Metadata(other)._canonical()
             except TypeError:
                 return False
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(self._pairs)
+        return hash(self._canonical())
 
     def __bool__(self) -> bool:
         return bool(self._pairs)
