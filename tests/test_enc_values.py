@@ -515,6 +515,37 @@ def test_bytebool_nonzero_bytes_are_true():
     assert vx_decode_to_arrow(our_array_stream(a))[0].to_pylist() == [False, True, True, True]
 
 
+@pytest.mark.parametrize("n", [0, 1, 1500])
+@pytest.mark.parametrize("encode", [dict_encode, runend_encode, sparse_encode, alp_encode, alprd_encode,
+                                    sequence_encode])
+def test_non_nullable_inputs(encode, n):
+    """Encoders keep a non-nullable dtype (and write nodes vortex-data accepts for it)."""
+    floats = encode in (alp_encode, alprd_encode)
+    vals = (np.round(np.arange(n) * 0.37, 2) if floats else np.arange(n, dtype=np.int32) // 7 * 7)
+    if encode is sequence_encode:
+        vals = np.arange(n, dtype=np.int32) * 5
+    a = encode(primitive_array(vals))
+    if a is None:  # sequence_encode of an empty array
+        assert n == 0
+        return
+    assert a.dtype == dt.Primitive(dt.PType.F64 if floats else dt.PType.I32)
+    check_both_ways(a, pa.array(vals))
+    if encode is not sequence_encode:
+        b = encode(bool_array(np.arange(n) % 3 == 0)) if encode in (dict_encode, runend_encode, sparse_encode) \
+            else None
+        if b is not None:
+            assert b.dtype == dt.Bool()
+            check_both_ways(b, pa.array(np.arange(n) % 3 == 0))
+
+
+@pytest.mark.parametrize("vals", [[], ["a"], ["a", "b", "a", "a"]])
+@pytest.mark.parametrize("encode", [dict_encode, sparse_encode])
+def test_non_nullable_strings(encode, vals):
+    a = encode(vio.array(pa.array(vals, pa.string()), dtype=dt.Utf8(False)))
+    assert a.dtype == dt.Utf8(False)
+    check_both_ways(a, pa.array(vals, pa.string()))
+
+
 # -- vortex-data's compressor -> us --------------------------------------------------------
 
 

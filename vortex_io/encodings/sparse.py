@@ -243,6 +243,8 @@ def sparse_encode(array: Any, fill: Any = None) -> Array:
             valid = None
         if fill is None:
             fill = _most_frequent(key, vals, valid, d)
+            if fill is None and not d.nullable:  # only when empty
+                fill = False if isinstance(d, dt.Bool) else 0
         if fill is None:
             differs = np.ones(n, dtype=np.bool_) if valid is None else valid.copy()
         else:
@@ -264,7 +266,9 @@ def sparse_encode(array: Any, fill: Any = None) -> Array:
         a = c.to_arrow()
         if isinstance(a, pa.ChunkedArray):
             a = a.combine_chunks()
-        if fill is None and n:
+        if fill is None and not n and not d.nullable:
+            fill = "" if isinstance(d, dt.Utf8) else b""
+        elif fill is None and n:
             vc = pc.value_counts(a)
             counts = np.asarray(vc.field("counts"))
             best = int(np.argmax(counts))
