@@ -12,6 +12,8 @@ per-message custom metadata, a sans-IO decoder, and an Arrow bridge.
 True
 """
 
+from typing import Any
+
 from . import compute, dtype, expr
 from . import encodings as _encodings
 from .array import Array, Encoding, get_encoding, register_encoding, registered_encodings
@@ -70,6 +72,7 @@ __all__ = [
     "read_ipc",
     "register_encoding",
     "register_polars",
+    "register_duckdb",
     "registered_encodings",
     "scan",
     "write_ipc",
@@ -118,6 +121,15 @@ def register_polars() -> None:
     from .integrations.polars_plugin import register
 
     return register()
+
+
+def register_duckdb(con: Any, **kwargs: Any) -> Any:
+    """Make the table function ``vortex_ipc(source)`` available on the DuckDB connection
+    ``con`` and its cursors (see ``vortex_io.integrations.duckdb_ext.register``); returns
+    ``con``. DuckDB is imported only here: ``pip install 'vortex-io[duckdb]'``."""
+    from .integrations.duckdb_ext import register
+
+    return register(con, **kwargs)
 
 
 # The inverted-index encoding registers itself through the public API, as a user's
