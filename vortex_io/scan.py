@@ -32,7 +32,7 @@ from . import dtype as dt
 from .array import DECODE_METER, Array
 from .compute.evaluate import can_skip, check_expr, evaluate
 from .compute.expr import Expr
-from .compute.kernels import mask_true, take
+from .compute.kernels import mask_true
 from .errors import VortexIPCError
 from .ipc.reader import StreamReader
 from .limits import ReaderLimits
@@ -187,6 +187,9 @@ class Scan:
                     token = DECODE_METER.set(meter)
                     try:
                         out = self._scan_chunk(arr, None if remaining is None else remaining + skip)
+                    except VortexIPCError as e:  # decoded lazily: say which file and message
+                        raise e.locate(message_index=batch.index, offset=batch.offset,
+                                       source=reader._src.name) from None
                     finally:
                         DECODE_METER.reset(token)
                     with stats._lock:
@@ -283,7 +286,18 @@ def _select(a: Array, idx: np.ndarray | None) -> Any:
     import pyarrow as pa
 
     if idx is not None and len(idx) != len(a):
-        sub = take(a, idx) if len(idx) else a.slice(0, 0)
+        sub = a.vtable.take(a, idx) if len(idx) else a.slice(0, 0)
+        if sub is NotImplemented:
+            # no encoded gather for this encoding: decode once and gather in Arrow, rather
+            # than gather in Arrow, re-import to Vortex and export again (kernels.take)
+            full = a.to_arrow()
+            if isinstance(full, pa.ChunkedArray):
+                full = full.combine_chunks()
+            out = full.take(pa.array(idx))
+            meter = DECODE_METER.get()
+            if meter is not None:
+                meter.append(out.nbytes)
+            return out
     else:
         sub = a
     out = sub.to_arrow()
