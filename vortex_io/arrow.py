@@ -141,6 +141,20 @@ def _np(buf: pa.Buffer | None) -> np.ndarray:
     return np.frombuffer(buf, dtype=np.uint8)
 
 
+def _bits_at_zero(buf: pa.Buffer | None, off: int, n: int) -> np.ndarray:
+    """Bits ``[off, off + n)`` of an Arrow bitmap, starting at bit 0 of the result.
+
+    Zero-copy when ``off`` is a multiple of 8; otherwise the ``n / 8`` bytes are repacked,
+    so that written streams carry offset-0 bitmaps, which readers hand to Arrow without
+    copying (a sliced table's chunks would otherwise mostly start mid-byte).
+    """
+    bits = _np(buf)[off >> 3 : (off + n + 7) >> 3]
+    s = off & 7
+    if s == 0:
+        return bits
+    return np.packbits(np.unpackbits(bits, bitorder="little")[s : s + n], bitorder="little")
+
+
 def _validity(a: pa.Array, d: dt.DType) -> Array | None:
     from .encodings.bool_ import bool_array_from_bits
     from .encodings.constant import constant_array
@@ -153,9 +167,7 @@ def _validity(a: pa.Array, d: dt.DType) -> Array | None:
         return None
     if nulls == n:
         return constant_array(False, n, dt.Bool())
-    bits = _np(a.buffers()[0])
-    off = a.offset
-    return bool_array_from_bits(bits[off >> 3 : (off + n + 7) >> 3], off & 7, n)
+    return bool_array_from_bits(_bits_at_zero(a.buffers()[0], a.offset, n), 0, n)
 
 
 def from_arrow(obj: Any, dtype: dt.DType | None = None) -> Array:
@@ -216,8 +228,7 @@ def _from_array(a: pa.Array, d: dt.DType) -> Array:
     v = _validity(a, d)
     bufs = a.buffers()
     if isinstance(d, dt.Bool):
-        bits = _np(bufs[1])
-        return bool_array_from_bits(bits[off >> 3 : (off + n + 7) >> 3], off & 7, n, v, d.nullable)
+        return bool_array_from_bits(_bits_at_zero(bufs[1], off, n), 0, n, v, d.nullable)
     if isinstance(d, dt.Primitive):
         w = d.ptype.byte_width
         if t != _PRIM_TO_ARROW[d.ptype]:
