@@ -283,8 +283,11 @@ class _Translator:
                        for v in values):
                     raise _Untranslatable("NaN in is_in")
                 e: Expr = IsIn(Column(name), tuple(v for v in values if v is not None))
-                if (boolean["IsIn"] or {}).get("nulls_equal") and any(v is None for v in values):
-                    e = Or(e, IsNull(Column(name), False))
+                if (boolean["IsIn"] or {}).get("nulls_equal"):
+                    # never null: a null row is true iff the list holds a null
+                    if any(v is None for v in values):
+                        return Or(e, IsNull(Column(name), False))
+                    return And(e, IsNull(Column(name), True))
                 return e
             if isinstance(boolean, dict) and "IsBetween" in boolean and len(args) == 3:
                 name = self.column(args[0])
@@ -428,14 +431,13 @@ class _Reader:
             vfilter, _ = translate_predicate([f.expr for f in filters], arrow_schema, dtype)
         scan = spec.open(self.key, columns=list(columns), filter=vfilter, limit=limit,
                          offset=offset, batch_size=spec.batch_size)
+        if spec.on_scan is not None:
+            spec.on_scan(scan)
         try:
             for batch in scan:
                 yield _to_polars(batch)
         except VortexIPCError as e:
             raise e.locate(source=spec.sources.label(self.key)) from None
-        finally:
-            if spec.on_scan is not None:
-                spec.on_scan(scan)
 
 
 def _reader_classes() -> tuple[type, type]:
@@ -549,8 +551,9 @@ def scan_vortex_ipc(source: Any, *, n_rows: int | None = None,
     a list of those (concatenated in order; all must have the same schema). ``n_rows``:
     read at most this many rows. ``row_index_name``/``row_index_offset``: add a row index.
     ``batch_size``: split batches to at most this many rows. ``limits``: ``ReaderLimits``
-    for untrusted input. ``on_scan``: called with each finished per-source
-    ``vortex_io.Scan`` (its ``filter`` and ``stats`` show what was pushed down).
+    for untrusted input. ``on_scan``: called with each per-source ``vortex_io.Scan`` as it
+    starts (its ``filter`` shows what was pushed down; its ``stats`` are complete once the
+    query returns).
 
     Projection, filters and slices (``head``, ``slice``, ``tail``) are pushed down;
     ``explain()`` shows which filters run on the encoded data.
@@ -560,10 +563,10 @@ def scan_vortex_ipc(source: Any, *, n_rows: int | None = None,
         raise ValueError("n_rows must be >= 0")
     spec = _Spec(source, limits, on_scan, batch_size)
     lf = pl.LazyFrame.from_lazyframe_resolver(_resolver_class()(spec))
+    if n_rows is not None:  # before the row index: Polars pushes no slice below one
+        lf = lf.head(n_rows)
     if row_index_name is not None:
         lf = lf.with_row_index(row_index_name, offset=row_index_offset)
-    if n_rows is not None:
-        lf = lf.head(n_rows)
     return lf
 
 
