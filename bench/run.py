@@ -354,6 +354,7 @@ def profile_core_read(rows: int, repeat: int = 20, top: int = 25) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(top)
 
 
+import bench.bench_duckdb  # noqa: E402  (registers the duckdb group)
 import bench.bench_polars  # noqa: E402, F401  (registers the polars group)
 
 # -- main -----------------------------------------------------------------------------------------
