@@ -30,11 +30,11 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..errors import MalformedStreamError
 from ..limits import DEFAULT_LIMITS
-from ..proto import parse
+from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, validity_spec
 from .fsst import check_lengths, check_window, offsets_from_lengths, scatter_tokens
 
-__all__ = ["OnPairEncoding", "onpair_decompress", "MAX_TOKEN_SIZE"]
+__all__ = ["OnPairEncoding", "onpair_encode", "onpair_decompress", "MAX_TOKEN_SIZE"]
 
 MAX_TOKEN_SIZE = 16
 _U64 = np.uint64
@@ -170,3 +170,143 @@ class OnPairEncoding(Encoding):
 
 
 ONPAIR = register_encoding(OnPairEncoding())
+
+
+# -- encoding ----------------------------------------------------------------------------------
+
+
+def _runs_first_of_pairs(p: np.ndarray) -> np.ndarray:
+    """From sorted candidate positions ``p`` (a pair starts at each), keep a non-overlapping
+    left-to-right choice: in every run of consecutive positions, the 1st, 3rd, 5th, ..."""
+    if len(p) == 0:
+        return p
+    new_run = np.ones(len(p), dtype=np.bool_)
+    new_run[1:] = p[1:] != p[:-1] + 1
+    run_start = p[np.maximum.accumulate(np.where(new_run, np.arange(len(p)), 0))]
+    return p[((p - run_start) & 1) == 0]
+
+
+class _Merges(NamedTuple):
+    keys: np.ndarray  # sorted (left << 16 | right)
+    new_ids: np.ndarray
+
+
+def _apply(ids: np.ndarray, starts: np.ndarray, merges: _Merges
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """One batch of merges over a token stream; ``starts`` flags each row's first token."""
+    if len(ids) < 2 or len(merges.keys) == 0:
+        return ids, starts
+    keys = (ids[:-1].astype(np.int64) << 16) | ids[1:]
+    at = np.searchsorted(merges.keys, keys)
+    at = np.minimum(at, len(merges.keys) - 1)
+    hit = (merges.keys[at] == keys) & ~starts[1:]
+    sel = _runs_first_of_pairs(np.flatnonzero(hit))
+    if len(sel) == 0:
+        return ids, starts
+    ids = ids.copy()
+    ids[sel] = merges.new_ids[at[sel]]
+    keep = np.ones(len(ids), dtype=np.bool_)
+    keep[sel + 1] = False
+    return ids[keep], starts[keep]
+
+
+def _train(sample: np.ndarray, soffs: np.ndarray, byte_id: np.ndarray, n0: int, cap: int,
+           tok_bytes: np.ndarray, tok_len: np.ndarray) -> tuple[list[_Merges], int]:
+    """Batched pair merging on the sample; fills ``tok_bytes``/``tok_len`` for new ids."""
+    ids = byte_id[sample]
+    starts = np.zeros(len(ids), dtype=np.bool_)
+    lens = np.diff(soffs)
+    starts[soffs[:-1][lens > 0]] = True
+    size = n0
+    rounds: list[_Merges] = []
+    k = np.arange(MAX_TOKEN_SIZE)
+    while size < cap and len(ids) > 1:
+        a, b = ids[:-1], ids[1:]
+        ok = ~starts[1:] & (tok_len[a] + tok_len[b] <= MAX_TOKEN_SIZE)
+        keys = (a[ok].astype(np.int64) << 16) | b[ok]
+        if len(keys) == 0:
+            break
+        uk, counts = np.unique(keys, return_counts=True)
+        want = min(cap - size, max(32, size // 2))
+        order = np.lexsort((uk, -counts))
+        order = order[counts[order] >= 2][:want]
+        if len(order) == 0:
+            break
+        chosen = np.sort(uk[order])
+        new = np.arange(size, size + len(chosen), dtype=np.int64)
+        left, right = (chosen >> 16).astype(np.intp), (chosen & 0xFFFF).astype(np.intp)
+        ll = tok_len[left]
+        src_right = np.clip(k[None, :] - ll[:, None], 0, MAX_TOKEN_SIZE - 1)
+        tok_bytes[new] = np.where(k[None, :] < ll[:, None], tok_bytes[left],
+                                  np.take_along_axis(tok_bytes[right], src_right, axis=1))
+        tok_len[new] = ll + tok_len[right]
+        m = _Merges(chosen, new.astype(np.uint16))
+        rounds.append(m)
+        ids, starts = _apply(ids, starts, m)
+        size += len(chosen)
+    return rounds, size
+
+
+def onpair_encode(array: Array, *, dict_bits: int = 12) -> Array:
+    """Encode a utf8/binary array as ``vortex.onpair`` (decodable by vortex-data 0.93).
+
+    The dictionary starts with the bytes that occur and grows by merging the most
+    frequent adjacent token pairs of a deterministic sample (batches of merges, tokens of
+    at most 16 bytes, up to ``2**dict_bits`` tokens); the data is then tokenized by
+    replaying the same merge batches, so every row's codes spell it exactly. This is a
+    simplified trainer, not the reference's; its output follows the reference layout.
+    """
+    from .fsst import _sample, narrow_uint_ptype, string_parts, validity_from_mask
+    from .primitive import primitive_array
+
+    if not 9 <= dict_bits <= 16:
+        raise ValueError("dict_bits must be 9..16")
+    data, offsets, valid = string_parts(array)
+    n = len(offsets) - 1
+    cap = 1 << dict_bits
+    present = np.flatnonzero(np.bincount(data, minlength=256))
+    if len(present) == 0:
+        present = np.zeros(1, dtype=np.intp)  # vortex-data wants at least one token
+    n0 = len(present)
+    byte_id = np.zeros(256, dtype=np.uint16)
+    byte_id[present] = np.arange(n0, dtype=np.uint16)
+    tok_bytes = np.zeros((cap, MAX_TOKEN_SIZE), dtype=np.uint8)
+    tok_len = np.zeros(cap, dtype=np.int64)
+    tok_bytes[:n0, 0] = present
+    tok_len[:n0] = 1
+    sample, soffs = _sample(data, offsets, 1 << 17, 512)
+    rounds, size = _train(sample, soffs, byte_id, n0, cap, tok_bytes, tok_len)
+    # tokenize everything by replaying the merge batches
+    ids = byte_id[data]
+    lens = np.diff(offsets)
+    starts = np.zeros(len(ids), dtype=np.bool_)
+    starts[offsets[:-1][lens > 0]] = True
+    for m in rounds:
+        ids, starts = _apply(ids, starts, m)
+    # tokens per row: rows own consecutive tokens; empty rows own none
+    row_of_first = np.flatnonzero(starts)
+    counts = np.zeros(n, dtype=np.int64)
+    counts[lens > 0] = np.diff(np.append(row_of_first, len(ids)))
+    co = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=co[1:])
+    tl = tok_len[:size]
+    do = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(tl, out=do[1:])
+    blob = np.zeros(int(do[-1]) + MAX_TOKEN_SIZE, dtype=np.uint8)
+    blob[: int(do[-1])] = tok_bytes[:size][np.arange(MAX_TOKEN_SIZE)[None, :] < tl[:, None]]
+    bits = min(16, max(9, int(size - 1).bit_length()))
+    up = narrow_uint_ptype(int(lens.max()) if n else 0)
+    dp = narrow_uint_ptype(int(do[-1]))
+    cp = narrow_uint_ptype(max(size - 1, 0))
+    op = narrow_uint_ptype(int(co[-1]))
+    meta = OnPairMeta(up, bits, size, len(ids), dp, cp, op)
+    raw = (ProtoWriter().varint(1, int(up)).varint(2, bits).varint(3, size)
+           .varint(4, len(ids)).varint(5, int(dp)).varint(6, int(cp)).varint(7, int(op)).finish())
+    kids = [primitive_array(do.astype(dp.np_dtype)), primitive_array(ids.astype(cp.np_dtype)),
+            primitive_array(co.astype(op.np_dtype)), primitive_array(lens.astype(up.np_dtype))]
+    v = validity_from_mask(valid, n)
+    if v is not None:
+        kids.append(v)
+    a = Array(ONPAIR, array.dtype, n, metadata=raw, buffers=[blob], children=kids)
+    a._cache["meta"] = meta
+    return a
