@@ -143,7 +143,9 @@ def test_unpack_paths_and_random_access_agree(w, data, nchunks):
     words = fl.pack(v, b)
     assert len(words) == nchunks * 1024 * b // w
     assert (fl.unpack(words, w, b, nchunks) == v).all()
-    assert (fl._gather_unpack(words, w, b, nchunks) == v).all() if b else True
+    if b:  # each strategy, whatever size unpack would pick it for
+        for path in (fl._gather_unpack, fl._unpack_broadcast, fl._unpack_rows):
+            assert (path(words, w, b, nchunks) == v).all(), path.__name__
     pos = rng.integers(0, nchunks * 1024, 100)
     assert (fl.unpack_at(words, w, b, pos) == v[pos]).all()
 

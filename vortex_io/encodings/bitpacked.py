@@ -228,35 +228,28 @@ def bitpacked_take(arr: Array, indices: Any) -> Array:
 
 
 def bit_length_histogram(u: np.ndarray) -> np.ndarray:
-    """Counts of bit lengths 0..W of unsigned values (length W + 1)."""
-    w = u.dtype.itemsize * 8
-    return np.bincount(_bit_lengths(u), minlength=w + 1)
-
-
-def _bit_lengths(u: np.ndarray) -> np.ndarray:
-    """Bit length of each unsigned value (0 for 0), as uint8."""
+    """Counts of bit lengths 0..W of unsigned values (length W + 1), exact."""
     w = u.dtype.itemsize * 8
     if w <= 16:
-        table = _small_table(w)
-        return table[u]
-    if w == 32:
-        return np.frexp(u.astype(np.float64))[1].astype(np.uint8)
-    hi = (u >> np.uint64(32)).astype(np.uint32)
-    lo = u.astype(np.uint32)
-    bl_hi = np.frexp(hi.astype(np.float64))[1]
-    bl_lo = np.frexp(lo.astype(np.float64))[1]
-    return np.where(hi != 0, bl_hi + 32, bl_lo).astype(np.uint8)
-
-
-_TABLES: dict[int, np.ndarray] = {}
-
-
-def _small_table(w: int) -> np.ndarray:
-    t = _TABLES.get(w)
-    if t is None:
-        t = np.frexp(np.arange(1 << w, dtype=np.float64))[1].astype(np.uint8)
-        _TABLES[w] = t
-    return t
+        # count each value, then sum the counts of [2**(k-1), 2**k)
+        counts = np.bincount(u, minlength=1 << w)
+        return np.add.reduceat(counts, [0] + [1 << k for k in range(w)])
+    if w == 64 and len(u) and int(u.max()) >= 1 << 53:
+        # float64 rounds values this large: split into exact 32-bit halves
+        hi = (u >> np.uint64(32)).astype(np.uint32)
+        h_hi = bit_length_histogram(hi)
+        h_lo = bit_length_histogram(u[hi == 0].astype(np.uint32))
+        out = np.zeros(65, dtype=np.int64)
+        out[:33] = h_lo
+        out[33:] += h_hi[1:]
+        return out
+    # the biased float64 exponent of x >= 1 is 1022 + bit_length(x); of 0 it is 0
+    e = u.astype(np.float64).view(np.int64)
+    np.right_shift(e, 52, out=e)
+    counts = np.bincount(e, minlength=1023 + w)
+    out = counts[1022 : 1023 + w].copy()
+    out[0] = counts[0]
+    return out
 
 
 def best_bit_width(hist: np.ndarray, byte_width: int) -> int:
@@ -316,12 +309,11 @@ def bitpack(array: Array, bit_width: int | None = None, *, patches: bool = True)
     u = vals.view(ut)
     if mask is not None:
         u = np.where(mask, u, ut.type(0))
-    bl = _bit_lengths(u)
     if bit_width is None:
-        bit_width = best_bit_width(np.bincount(bl, minlength=w + 1), p.byte_width)
+        bit_width = best_bit_width(bit_length_histogram(u), p.byte_width)
     if not 0 <= bit_width <= w:
         raise ValueError(f"bit width {bit_width} is outside 0..{w} for {p.short}")
-    exc = np.flatnonzero(bl > bit_width)
+    exc = np.flatnonzero(u > ut.type((1 << bit_width) - 1)) if bit_width < w else np.zeros(0, np.intp)
     pt = None
     if len(exc):
         if not patches:
@@ -329,8 +321,11 @@ def bitpack(array: Array, bit_width: int | None = None, *, patches: bool = True)
         pv = primitive_array(vals[exc], nullable=c.dtype.nullable, ptype=p)
         pt = make_patches(exc, pv)
     nchunks = (n + 1023) // 1024
-    padded = np.zeros(nchunks * 1024, dtype=ut)
-    padded[:n] = u
-    words = fl.pack(padded, bit_width)
+    if n % 1024:
+        padded = np.zeros(nchunks * 1024, dtype=ut)
+        padded[:n] = u
+    else:
+        padded = u
+    words = fl.pack(padded, bit_width, fits=not len(exc))
     validity = c.children[0] if c.children else None
     return bitpacked_array(words, c.dtype, n, bit_width, 0, pt, validity)

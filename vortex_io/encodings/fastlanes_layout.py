@@ -48,6 +48,11 @@ FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
 UNSIGNED = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
 
 
+# unpack strategy by size (measured): per-value gathers up to _GATHER_MAX_CHUNKS chunks, then
+# a few numpy calls over all rows at once, then (from _ROWS_FROM_CHUNKS) one call per row
+_GATHER_MAX_CHUNKS = 4
+_ROWS_FROM_CHUNKS = 64
+_V128 = np.dtype("V128")  # the LANES values of one row of a chunk, for any W
 _SCRATCH = threading.local()
 _SCRATCH_MAX_BYTES = 64 << 20
 
@@ -162,14 +167,86 @@ def unpack(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
     ut = UNSIGNED[w]
     if b == 0 or nchunks == 0:
         return np.zeros(nchunks * 1024, dtype=ut)
-    if nchunks < max(8, w // 4):
+    if nchunks <= _GATHER_MAX_CHUNKS:
         return _gather_unpack(words, w, b, nchunks)
+    if nchunks < _ROWS_FROM_CHUNKS:
+        return _unpack_broadcast(words, w, b, nchunks)
+    return _unpack_rows(words, w, b, nchunks)
+
+
+def _lane_words(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
+    """The words word-major, (B, chunks * LANES): row k is word k of every lane (scratch)."""
+    ut = UNSIGNED[w]
+    nl = lanes(w)
+    wt = _scratch("wt", words.nbytes).view(ut).reshape(b, nchunks * nl)
+    wt.reshape(b, nchunks, nl)[...] = words.reshape(nchunks, b, nl).transpose(1, 0, 2)
+    return wt
+
+
+def _to_chunk_order(rows: np.ndarray, w: int, nchunks: int, split: bool) -> np.ndarray:
+    """(block, g, chunk, lane) rows -> the chunks' values. A block's LANES values are always
+    128 bytes: they move as single 'V128' items (one grid row g at a time when ``split``:
+    fewer concurrent streams, much faster for large u64 arrays)."""
+    nblk = w // 8
+    out = np.empty(nchunks * 1024, dtype=UNSIGNED[w])
+    src = rows.reshape(-1).view(_V128).reshape(nblk, 8, nchunks)
+    dst = out.view(_V128).reshape(nchunks, 8, nblk)
+    if split:
+        for g in range(8):
+            dst[:, g] = src[:, g].T
+    else:
+        dst[...] = src.transpose(2, 1, 0)
+    return out
+
+
+@cache
+def _slot_plan(w: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows listed in (block, g) slot order: (word k per slot, shift per slot, slots that
+    spill, their next word, their left shift), shifts as (n, 1) columns of the W-bit type."""
+    ut = UNSIGNED[w]
+    nl = lanes(w)
+    k_of = np.empty(w, dtype=np.intp)
+    s_of = np.empty(w, dtype=np.int64)
+    spill_slots = []
+    for r, (k, s, spill) in enumerate(row_plan(w, b)):
+        o, g = divmod(r, 8)
+        slot = FL_ORDER[o] * 16 // nl * 8 + g
+        k_of[slot] = k
+        s_of[slot] = s
+        if spill:
+            spill_slots.append(slot)
+    sp = np.asarray(sorted(spill_slots), dtype=np.intp)
+    tabs = (k_of, s_of.astype(ut)[:, None], sp, k_of[sp] + 1, (w - s_of[sp]).astype(ut)[:, None])
+    for t in tabs:
+        t.flags.writeable = False
+    return tabs
+
+
+def _unpack_broadcast(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
+    """Few numpy calls, each over every row at once (best for small arrays)."""
+    ut = UNSIGNED[w]
+    m = nchunks * lanes(w)
+    k_of, s_of, sp, k2, s2 = _slot_plan(w, b)
+    wt = _lane_words(words, w, b, nchunks)
+    rows = _scratch("rows", nchunks * 1024 * ut.itemsize).view(ut).reshape(w, m)
+    np.take(wt, k_of, axis=0, out=rows)
+    np.right_shift(rows, s_of, out=rows)
+    if len(sp):
+        hi = np.take(wt, k2, axis=0)
+        np.left_shift(hi, s2, out=hi)
+        rows[sp] |= hi
+    if b < w:
+        np.bitwise_and(rows, _mask(w, b, ut), out=rows)
+    return _to_chunk_order(rows, w, nchunks, split=False)
+
+
+def _unpack_rows(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
+    """One numpy call per row over every chunk (fewest passes: best for large arrays)."""
+    ut = UNSIGNED[w]
     nl = lanes(w)
     nblk = w // 8
     m = nchunks * nl
-    # lane streams word-major: wt[k] is word k of every lane of every chunk (contiguous)
-    wt = _scratch("wt", words.nbytes).view(ut).reshape(b, m)
-    wt.reshape(b, nchunks, nl)[...] = words.reshape(nchunks, b, nl).transpose(1, 0, 2)
+    wt = _lane_words(words, w, b, nchunks)
     # rows[j, g] holds row r = 8 * o + g, where j is the 128-column block FL_ORDER[o] maps to
     rows = _scratch("rows", nchunks * 1024 * ut.itemsize).view(ut).reshape(nblk, 8, m)
     tmp = _scratch("tmp", m * ut.itemsize).view(ut)
@@ -185,13 +262,7 @@ def unpack(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
             np.bitwise_or(dst, tmp, out=dst)
     if b < w:
         np.bitwise_and(rows, _mask(w, b, ut), out=rows)
-    # one transposing copy per grid row g: (block, chunk, lane) -> (chunk, block, lane);
-    # split by g so each copy reads few streams at once (much faster for u64)
-    out = np.empty(nchunks * 1024, dtype=ut)
-    grid = out.reshape(nchunks, 8, nblk, nl)
-    for g in range(8):
-        grid[:, g] = rows[:, g].reshape(nblk, nchunks, nl).transpose(1, 0, 2)
-    return out
+    return _to_chunk_order(rows, w, nchunks, split=True)
 
 
 def _gather_unpack(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
@@ -234,11 +305,11 @@ def unpack_at(words: np.ndarray, w: int, b: int, positions: np.ndarray) -> np.nd
     return _extract(words, base + word[j], s[j], base + spill_word[j], spill_shift[j], w, b)
 
 
-def pack(values: np.ndarray, b: int) -> np.ndarray:
+def pack(values: np.ndarray, b: int, *, fits: bool = False) -> np.ndarray:
     """Pack unsigned values (length a multiple of 1024) into B-bit FastLanes words.
 
-    Values are masked to their low B bits. Returns ``len / 1024 * 1024 * B / W`` words of the
-    values' type (an empty array for B = 0).
+    Values are masked to their low B bits (skipped when the caller knows they ``fits``).
+    Returns ``len / 1024 * 1024 * B / W`` words of the values' type (empty for B = 0).
     """
     ut = values.dtype
     w = ut.itemsize * 8
@@ -247,23 +318,31 @@ def pack(values: np.ndarray, b: int) -> np.ndarray:
         raise ValueError("pack needs whole 1024-value chunks")
     nchunks = n // 1024
     nl = lanes(w)
+    nblk = w // 8
+    m = nchunks * nl
     if b == 0 or nchunks == 0:
         return np.zeros(0, dtype=ut)
-    if b < w:
-        values = values & _mask(w, b, ut)
-    grid = values.reshape(nchunks, 8, 128)
-    out = np.zeros((nchunks, b, nl), dtype=ut)
-    slots = row_slots(w)
-    tmp = np.empty((nchunks, nl), dtype=ut)
+    # chunk order -> (block, g, chunk, lane) rows, moving 128-byte runs as 'V128' items
+    rows = _scratch("rows", n * ut.itemsize).view(ut)
+    src = np.ascontiguousarray(values).view(_V128).reshape(nchunks, 8, nblk)
+    dst = rows.view(_V128).reshape(nblk, 8, nchunks)
+    for g in range(8):
+        dst[:, g] = src[:, g].T
+    rows = rows.reshape(nblk, 8, m)
+    if b < w and not fits:
+        np.bitwise_and(rows, _mask(w, b, ut), out=rows)
+    wt = np.zeros((b, m), dtype=ut)
+    tmp = _scratch("tmp", m * ut.itemsize).view(ut)
     for r, (k, s, spill) in enumerate(row_plan(w, b)):
-        g, c = slots[r]
-        src = grid[:, g, c : c + nl]
+        o, g = divmod(r, 8)
+        row = rows[FL_ORDER[o] * 16 // nl, g]
         if s:
-            np.left_shift(src, s, out=tmp)
-            np.bitwise_or(out[:, k, :], tmp, out=out[:, k, :])
-        else:
-            np.bitwise_or(out[:, k, :], src, out=out[:, k, :])
+            np.left_shift(row, s, out=tmp)
+            np.bitwise_or(wt[k], tmp, out=wt[k])
+        else:  # the first row of word k
+            wt[k] = row
         if spill:
-            np.right_shift(src, w - s, out=tmp)
-            np.bitwise_or(out[:, k + 1, :], tmp, out=out[:, k + 1, :])
+            np.right_shift(row, w - s, out=wt[k + 1])  # the first bits of word k + 1
+    out = np.empty((nchunks, b, nl), dtype=ut)
+    out[...] = wt.reshape(b, nchunks, nl).transpose(1, 0, 2)
     return out.reshape(-1)
