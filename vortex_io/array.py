@@ -108,9 +108,10 @@ def typed_view(buf: np.ndarray, np_dtype: np.dtype, count: int, what: str) -> np
             f"{what}: buffer of {buf.nbytes} bytes is too short for {count} x {np_dtype}"
         )
     raw = buf[:need]
-    if size > 1 and raw.ctypes.data % size:
-        raw = raw.copy()  # numpy allocations are at least 16-byte aligned
-    return raw.view(np_dtype)
+    out = raw.view(np_dtype)
+    if not out.flags.aligned:  # (cheaper than reading raw.ctypes.data)
+        out = raw.copy().view(np_dtype)  # numpy allocations are at least 16-byte aligned
+    return out
 
 
 # -- the node -------------------------------------------------------------------------

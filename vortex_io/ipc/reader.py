@@ -61,6 +61,14 @@ class Batch:
         return f"Batch(index={self.index}, rows={len(self.array)}, encoding={self.array.encoding}{md})"
 
 
+def _struct_fields_arrow(arr: Array) -> list[Any] | None:
+    """Arrow arrays of the fields of a canonical struct array without validity (None for
+    any other shape: the caller goes through ``Batch.to_arrow``)."""
+    if arr.encoding != "vortex.struct" or len(arr.children) != len(arr.dtype.dtypes):
+        return None
+    return [c.to_arrow() for c in arr.children]
+
+
 def _check_stream_message(msg: Message) -> None:
     if msg.type == MessageType.BUFFER:
         raise MalformedStreamError("a Buffer message is not allowed in an array stream",
@@ -225,6 +233,20 @@ class StreamReader:
         """Every remaining batch as a ``pyarrow.Table`` (struct streams) or ChunkedArray."""
         import pyarrow as pa
 
+        if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable and self.dtype.names:
+            # columns straight from each batch's fields: no per-batch StructArray/RecordBatch
+            schema = self.schema
+            cols: list[list[Any]] = [[] for _ in self.dtype.names]
+            for b in self:
+                fields = _struct_fields_arrow(b.array)
+                if fields is None:
+                    fields = b.to_arrow().columns
+                for col, f in zip(cols, fields):
+                    col.extend(f.chunks if isinstance(f, pa.ChunkedArray) else (f,))
+            return pa.Table.from_arrays(
+                [pa.chunked_array([c if c.type == fld.type else c.cast(fld.type) for c in col],
+                                  type=fld.type) for col, fld in zip(cols, schema)],
+                schema=schema)
         batches = [b.to_arrow() for b in self]
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable:
             return pa.Table.from_batches(batches, schema=self.schema)

