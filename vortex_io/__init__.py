@@ -17,6 +17,7 @@ from typing import Any
 from . import compute, dtype, expr
 from . import encodings as _encodings
 from .array import Array, Encoding, get_encoding, register_encoding, registered_encodings
+from .compress import CompressOptions, compress
 from .errors import (
     LimitExceededError,
     MalformedStreamError,
@@ -46,6 +47,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Array",
     "ArrayStats",
+    "CompressOptions",
     "AsyncStreamReader",
     "AsyncStreamWriter",
     "Batch",
@@ -65,6 +67,7 @@ __all__ = [
     "UnsupportedError",
     "VortexIPCError",
     "array",
+    "compress",
     "compute",
     "dtype",
     "expr",

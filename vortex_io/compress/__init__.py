@@ -1,60 +1,104 @@
-"""The compressor entry point used by ``write_ipc(compress=True)``.
+"""The compressor used by ``write_ipc(compress=True)``: ``vortex_io.compress(array, ...)``.
 
-``compress(array, encodings=...)`` prepares one chunk for writing: it attaches statistics
-(min, max, null count) to every column — readers use them to prune chunks — and applies
-any encoding forced per column (``encodings={"city": "vortex_io.inverted_index"}``).
-Encoders are registered by encoding ID with ``register_encoder``; a forced ID without an
-encoder is an error.
+Per chunk and per column it samples the data, estimates candidate encodings (dictionary,
+FoR + bit-packing, delta, run-end, sparse, sequence, constant, ALP / ALP-RD, FSST,
+datetime parts, decimal byte parts) on the sample, encodes the column with the smallest,
+and cascades into the chosen encoding's children (bounded depth). Output is deterministic
+for the same input and options, and readable by vortex-data 0.93.
+
+It also attaches statistics (min, max, null count) to every column, which readers use to
+prune chunks.
+
+Per-column control with ``encodings``: a string forces that encoding
+(``{"city": "vortex_io.inverted_index"}``), a collection of IDs restricts the search to
+them (``{"price": ["vortex.alp"]}``), and an empty collection keeps the column canonical.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from .. import dtype as dt
 from ..array import Array
+from .compressor import CompressOptions, CompressSession, compress_array, scheme_names
 
-__all__ = ["compress", "register_encoder", "encoder_for"]
+__all__ = ["compress", "register_encoder", "encoder_for", "CompressOptions", "CompressSession",
+           "scheme_names", "compress_array"]
 
 _ENCODERS: dict[str, Callable[[Array], Array]] = {}
 
 
 def register_encoder(encoding_id: str, fn: Callable[[Array], Array]) -> None:
-    """Make ``fn`` (canonical array -> encoded array) the encoder for ``encoding_id``."""
+    """Make ``fn`` (array -> encoded array) the encoder used when ``encoding_id`` is forced."""
     _ENCODERS[encoding_id] = fn
 
 
 def encoder_for(encoding_id: str) -> Callable[[Array], Array]:
-    if encoding_id not in _ENCODERS:
+    if encoding_id not in _ENCODERS and encoding_id not in scheme_names():
         from ..encodings import inverted_index  # noqa: F401  (registers its encoder)
-    try:
+    if encoding_id in _ENCODERS:
         return _ENCODERS[encoding_id]
-    except KeyError:
-        raise ValueError(
-            f"no encoder for {encoding_id!r}; known: {sorted(_ENCODERS)}") from None
+    if encoding_id in scheme_names():
+        from .compressor import _Compressor
+
+        return lambda a: _Compressor(CompressOptions()).force(a, encoding_id)
+    raise ValueError(f"no encoder for {encoding_id!r}; known: {sorted(set(_ENCODERS) | set(scheme_names()))}")
 
 
-def compress(array: Array, *, encodings: Mapping[str, str] | None = None) -> Array:
-    """Prepare ``array`` for writing: statistics attached, forced encodings applied."""
+def compress(array: Array, *, encodings: Mapping[str, Any] | None = None,
+             options: CompressOptions | None = None,
+             session: CompressSession | None = None) -> Array:
+    """Compress one chunk: statistics attached, encodings chosen per column.
+
+    ``encodings`` maps column names to a forced encoding ID (str) or to the IDs the
+    search may use (a list/set; empty = keep canonical). ``options`` tunes the search;
+    a ``session`` shared by the chunks of a stream lets later chunks reuse earlier choices.
+
+    >>> import numpy as np, vortex_io as vio
+    >>> a = vio.compress(vio.array(np.repeat(np.arange(10), 1000)))
+    >>> a.encoding in ("vortex.runend", "vortex.dict")
+    True
+    """
     from ..encodings.struct_ import StructEncoding, struct_array
     from .stats import with_stats
 
+    opts = options or CompressOptions()
     array = with_stats(array)
-    if not encodings:
-        return array
-    if not isinstance(array.dtype, dt.Struct) or array.encoding != "vortex.struct":
-        raise ValueError("per-column encodings need a table (struct) stream")
-    unknown = set(encodings) - set(array.dtype.names)
-    if unknown:
-        raise KeyError(f"encodings name unknown columns {sorted(unknown)}")
-    validity, fields = StructEncoding.split(array)
-    out = []
+    forced: dict[str, str] = {}
+    per_column: dict[str, CompressOptions] = {}
+    if encodings:
+        if not isinstance(array.dtype, dt.Struct) or array.encoding != "vortex.struct":
+            raise ValueError("per-column encodings need a table (struct) stream")
+        unknown = set(encodings) - set(array.dtype.names)
+        if unknown:
+            raise KeyError(f"encodings name unknown columns {sorted(unknown)}")
+        for name, spec in encodings.items():
+            if isinstance(spec, str):
+                encoder_for(spec)  # fail early on an unknown ID
+                forced[name] = spec
+            else:
+                ids = frozenset(spec)
+                bad = ids - set(scheme_names())
+                if bad:
+                    raise ValueError(f"unknown encodings {sorted(bad)} for column {name!r}")
+                per_column[name] = CompressOptions(
+                    max_depth=opts.max_depth, sample_slices=opts.sample_slices,
+                    slice_rows=opts.slice_rows, min_gain=opts.min_gain, allow=ids,
+                    exclude=opts.exclude, strict=opts.strict)
+    out = compress_array(array, opts, per_column=per_column, session=session)
+    if not forced:
+        return out
+    validity, fields = StructEncoding.split(out)
+    orig = dict(zip(array.dtype.names, StructEncoding.split(array)[1]))
+    new = []
     for name, f in zip(array.dtype.names, fields):
-        enc = encodings.get(name)
-        if enc is not None and f.encoding != enc:
-            st = f._stats
-            f = encoder_for(enc)(f)
+        if name in forced and f.encoding != forced[name]:
+            src = orig[name]
+            f = encoder_for(forced[name])(src)
             if f._stats is None:
-                f._stats = st
-        out.append(f)
-    return struct_array(array.dtype, len(array), out, validity)
+                f._stats = src._stats
+        new.append(f)
+    return struct_array(array.dtype, len(array), new, validity)
+
+

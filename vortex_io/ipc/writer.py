@@ -135,6 +135,7 @@ class StreamWriter:
         self.metadata = Metadata.coerce(metadata)
         self.compress = compress or bool(encodings)
         self.encodings = dict(encodings) if encodings else None
+        self._session: Any = None
         self._sink = _Sink(sink)
         self._enc = MessageEncoder()
         self._closed = False
@@ -146,9 +147,11 @@ class StreamWriter:
 
     def _prepare(self, a: Array) -> Array:
         if self.compress:
-            from ..compress import compress
+            from ..compress import CompressSession, compress
 
-            return compress(a, encodings=self.encodings)
+            if self._session is None:
+                self._session = CompressSession()
+            return compress(a, encodings=self.encodings, session=self._session)
         return a
 
     def write(self, data: Any, *, metadata: MetadataLike = None) -> int:
