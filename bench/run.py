@@ -214,7 +214,9 @@ def encodings_table(data: bytes, columns: list[str], *, vortex_data_fallback: bo
             raise
         import vortex.serde as serde
 
-        source = f"vortex-data display_tree (vortex_io cannot parse it yet: {e.reason})"
+        m = re.search(r"unsupported encoding '[^']+'", e.reason)
+        why = m.group(0) if m else e.reason[-80:]
+        source = f"vortex-data's display_tree (vortex_io cannot read it yet: {why})"
         sigs = {c: Counter() for c in columns}
         nbytes = dict.fromkeys(columns, 0)
         dmsg, amsgs = split_stream(data)
