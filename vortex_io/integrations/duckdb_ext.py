@@ -1,9 +1,13 @@
 """DuckDB integration: ``SELECT * FROM vortex_ipc('trades.vxipc') WHERE ...``.
 
->>> import duckdb, vortex_io                                  # doctest: +SKIP
->>> con = duckdb.connect()                                    # doctest: +SKIP
->>> vortex_io.register_duckdb(con)                            # doctest: +SKIP
->>> con.sql("SELECT count(*) FROM vortex_ipc('data/*.vxipc') WHERE symbol IN ('AAPL', 'MSFT')")
+Example::
+
+    import duckdb, vortex_io
+    con = duckdb.connect()
+    vortex_io.register_duckdb(con)
+    con.sql("SELECT symbol, avg(price) FROM vortex_ipc('data/*.vxipc') "
+            "WHERE symbol IN ('AAPL', 'MSFT') GROUP BY symbol").fetchall()
+    vortex_io.write_ipc("aapl.vxipc", con.sql("FROM vortex_ipc('trades.vxipc') WHERE symbol = 'AAPL'"))
 
 ``register(con)`` makes the table function ``vortex_ipc(source)`` available on ``con`` and on
 every cursor of it (every connection of its database). ``source`` is a path, a glob
