@@ -54,7 +54,7 @@ _GATHER_MAX_CHUNKS = 4
 _ROWS_FROM_CHUNKS = 64
 _V128 = np.dtype("V128")  # the LANES values of one row of a chunk, for any W
 _SCRATCH = threading.local()
-_SCRATCH_MAX_BYTES = 64 << 20
+_SCRATCH_MAX_BYTES = 16 << 20
 
 
 def _scratch(slot: str, nbytes: int) -> np.ndarray:
