@@ -304,15 +304,13 @@ class _Translator:
                            Compare(hi_op, Column(name), Literal(hi)))
         raise _Untranslatable(node)
 
-    def translate(self, expr: pl.Expr) -> Expr | None:
-        """The vortex expression equivalent to ``expr`` (a whole filter), or None."""
+    def translate(self, node: Any) -> Expr | None:
+        """The vortex expression equivalent to a serialized Polars filter, or None."""
         try:
-            node = json.loads(expr.meta.serialize(format="json"))
             e = self.tr(node)
             check_expr(e, self.dtype)  # literals the core cannot compare with the column
             return e
-        except (_Untranslatable, TypeError, ValueError, KeyError, ArithmeticError,
-                RecursionError):
+        except Exception:  # whatever fails to translate stays with Polars
             return None
 
 
@@ -342,17 +340,26 @@ def translate_predicate(filters: Sequence[pl.Expr], arrow_schema: pa.Schema,
     for f in filters:
         try:
             parts = _split(json.loads(f.meta.serialize(format="json")))
-        except (ValueError, TypeError):
+        except Exception:  # e.g. not serializable: Polars evaluates it
             kept.append(f)
             continue
+        rest = []
         for part in parts:
-            sub = f if len(parts) == 1 else pl.Expr.deserialize(
-                io.BytesIO(json.dumps(part).encode()), format="json")
-            e = t.translate(sub)
+            e = t.translate(part)
             if e is None:
-                kept.append(sub)
+                rest.append(part)
             else:
                 pushed.append(e)
+        if len(rest) == len(parts):
+            kept.append(f)
+            continue
+        for part in rest:
+            try:
+                kept.append(pl.Expr.deserialize(io.BytesIO(json.dumps(part).encode()),
+                                                format="json"))
+            except Exception:  # cannot show it apart: show the whole filter
+                kept.append(f)
+                break
     return (reduce(operator.and_, pushed) if pushed else None), kept
 
 
@@ -394,7 +401,8 @@ class _Spec:
 
 
 class _Reader:
-    """One source, as Polars' ``FileReader`` protocol wants it (built by ``_Builder``)."""
+    """One source, as Polars' ``FileReader`` protocol wants it (``VortexFileReader`` adds
+    the ABC; ``VortexReaderBuilder.build_file_reader`` creates one per source)."""
 
     def __init__(self, spec: _Spec, key: str) -> None:
         self.spec = spec
