@@ -25,7 +25,6 @@ extensions -> their storage type.
 
 from __future__ import annotations
 
-import decimal as _decimal
 from typing import Any
 
 import numpy as np
@@ -302,7 +301,9 @@ def _arrowable(d: dt.DType, v: Any) -> Any:
     if isinstance(d, dt.Extension):
         return v if d.is_temporal else _arrowable(d.storage, v)
     if isinstance(d, dt.Decimal):
-        return _decimal.Decimal(v).scaleb(-d.scale)
+        from .scalar import decimal_from_unscaled
+
+        return decimal_from_unscaled(v, d.scale)
     if isinstance(d, dt.Primitive) and d.ptype == dt.PType.F16:
         return np.float16(v)
     if isinstance(d, dt.Struct):

@@ -29,7 +29,15 @@ from . import dtype as dt
 from .errors import MalformedStreamError, UnsupportedError
 from .proto import LEN, ProtoWriter, parse, zigzag_decode
 
-__all__ = ["Scalar", "decimal_value_bytes"]
+__all__ = ["Scalar", "decimal_value_bytes", "decimal_from_unscaled"]
+
+# exact for every Vortex decimal (at most 76 digits); the default context rounds to 28
+_EXACT = _decimal.Context(prec=100)
+
+
+def decimal_from_unscaled(value: int, scale: int) -> _decimal.Decimal:
+    """``value * 10**-scale`` as an exact ``decimal.Decimal`` (no context rounding)."""
+    return _decimal.Decimal(value).scaleb(-scale, _EXACT)
 
 
 def decimal_value_bytes(precision: int) -> int:
@@ -67,7 +75,7 @@ class Scalar:
         if self.value is None:
             return None
         if isinstance(self.dtype, dt.Decimal):
-            return _decimal.Decimal(self.value).scaleb(-self.dtype.scale)
+            return decimal_from_unscaled(self.value, self.dtype.scale)
         return self.value
 
     def __eq__(self, other: object) -> bool:
