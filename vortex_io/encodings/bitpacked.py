@@ -207,9 +207,7 @@ def bitpacked_take(arr: Array, indices: Any) -> Array:
     if m.patches is not None and m.patches.len:
         pos, sel = patch_positions(m.patches, arr.children[0], n)
         if len(pos):
-            from .primitive import primitive_values as pv_
-
-            pvals, _ = pv_(arr.children[1].canonical())
+            pvals, _ = primitive_values(arr.children[1].canonical())
             k = np.searchsorted(pos, idx)
             k_c = np.minimum(k, len(pos) - 1)
             hit = pos[k_c] == idx

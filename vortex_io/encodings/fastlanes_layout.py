@@ -8,9 +8,12 @@ and its row ``r`` (0 <= r < W) holds bits ``[r * B, (r + 1) * B)`` of that strea
 value at chunk position ``FL_ORDER[r // 8] * 16 + (r % 8) * 128 + l``.
 
 Seen as an ``(8, 128)`` grid, row ``r`` of every lane is one contiguous run of LANES
-positions: ``grid[r % 8, FL_ORDER[r // 8] * 16 : ... + LANES]``. The kernels below therefore
-loop over the W rows (at most 64) and move whole ``(chunks, LANES)`` planes with numpy, never
-over values or chunks.
+positions (always 128 bytes): ``grid[r % 8, FL_ORDER[r // 8] * 16 : ... + LANES]``. So the
+kernels never loop over values or chunks: they transpose the words word-major, extract each
+row for every chunk and lane with whole-array shifts and masks (one numpy call per row for
+large arrays; a handful of broadcast calls over all rows for mid-sized ones; per-value
+gathers for a few chunks), then move the 128-byte runs into chunk order as single
+``V128`` items. Packing runs the same steps backwards.
 
 The delta layout transposes each 1024-value chunk first (``transpose_index``) and then runs
 one prefix sum per lane in the same row order as bit-packing.
@@ -36,7 +39,6 @@ __all__ = [
     "lanes",
     "pack",
     "row_plan",
-    "row_slots",
     "transpose_index",
     "unpack",
     "unpack_at",
@@ -72,13 +74,6 @@ def _scratch(slot: str, nbytes: int) -> np.ndarray:
 def lanes(w: int) -> int:
     """Lanes of a 1024-bit register for a W-bit type."""
     return 1024 // w
-
-
-@cache
-def row_slots(w: int) -> tuple[tuple[int, int], ...]:
-    """Per row r of a W-bit type: (grid row, first column) of its LANES outputs in the
-    (8, 128) view of a chunk."""
-    return tuple((r % 8, FL_ORDER[r // 8] * 16) for r in range(w))
 
 
 @cache
