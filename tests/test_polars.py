@@ -102,10 +102,11 @@ CMP = {"==": lambda c, v: c == v, "!=": lambda c, v: c != v, "<": lambda c, v: c
 # -- the query suite ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("column", ["i", "f", "s", "d", "ts", "dec"])
 @pytest.mark.parametrize("op", list(CMP))
-def test_comparisons(files: dict, engine: str, column: str, op: str) -> None:
+def test_comparisons(files: dict, column: str, op: str) -> None:
+    # each engine gets half of the (column, op) pairs, alternating
+    engine = ENGINES[(list(CMP).index(op) + "ifsdtx".index(column[0])) % 2]
     got, exp = _pair(files, lambda lf: lf.filter(CMP[op](pl.col(column), _lit(column))), engine)
     assert exp.height > 0 or op == "=="
     assert_frame_equal(got, exp)
@@ -381,7 +382,7 @@ def test_pushed_filters_are_exact(files: dict) -> None:
     df = pl.DataFrame(t)
     data = files["vx"].read_bytes()
     n_exact = 0
-    for _ in range(60):
+    for _ in range(40):
         pred = _random_predicate(rng, t)
         want = set(df.filter(pred)["id"].to_list())
         got, scans = _scans(lambda lf, p=pred: lf.filter(p).select("id"), data)
@@ -395,7 +396,7 @@ def test_pushed_filters_are_exact(files: dict) -> None:
         else:
             assert kept_rows == want, pred
             n_exact += 1
-    assert n_exact > 15
+    assert n_exact > 10
 
 
 # -- errors ---------------------------------------------------------------------------------
