@@ -8,6 +8,7 @@ writer never sets, a small FlatBuffers builder written here).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import struct
 
@@ -26,10 +27,12 @@ from vortex_io.ipc.flatbuf import root
 from vortex_io.ipc.schema import (
     FlatNode,
     MessageType,
+    decode_dtype,
     encode_array_fb,
     encode_dtype,
     encode_message_header,
 )
+from vortex_io.scalar import value_from_proto
 
 U32 = struct.Struct("<I")
 
@@ -565,3 +568,59 @@ def test_corrupt_u32_fields_raise_only_vortex_errors(pos, fill):
         _read_everything(bytes(data))
     except vio.VortexIPCError:
         pass
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=300))
+def test_random_bytes_raise_only_vortex_errors(data):
+    for src in (data, DT_I64 + data, U32.pack(len(data)) + data):
+        try:
+            _read_everything(src)
+        except vio.VortexIPCError:
+            pass
+    try:
+        decode_dtype(data)
+    except vio.VortexIPCError:
+        pass
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([dt.int64(True), dt.uint8(), dt.float16(), dt.float32(), dt.Bool(True),
+                        dt.Decimal(40, 2), dt.Utf8(), dt.Binary(True),
+                        dt.List(dt.Struct(["a"], [dt.Utf8(True)]), True),
+                        dt.FixedSizeList(dt.int8(), 2), dt.timestamp("us")]),
+       st.binary(max_size=40))
+def test_random_scalar_bytes_raise_only_vortex_errors(d, data):
+    try:
+        value_from_proto(d, data)
+    except vio.VortexIPCError:
+        pass
+
+
+# -- the async reader enforces the same rules -------------------------------------------
+
+
+async def _async_read(data: bytes) -> list:
+    reader = asyncio.StreamReader()
+    reader.feed_data(data)
+    reader.feed_eof()
+    async with vio.AsyncStreamReader(reader) as r:
+        return [b.array.to_pylist() async for b in r]
+
+
+@pytest.mark.parametrize("stream, cls, text, index", [
+    (b"", vio.MalformedStreamError, "the stream is empty", None),
+    (GOOD_I64 + DT_I64, vio.MalformedStreamError, "must start with a DType message", 0),
+    (DT_I64 + GOOD_I64 + frame(encode_message_header(MessageType.BUFFER, 1), b"x"),
+     vio.MalformedStreamError, "a Buffer message is not allowed", 2),
+    (DT_I64 + DT_I64, vio.MalformedStreamError, "a second DType message", 1),
+    ((DT_I64 + GOOD_I64)[:-5], vio.TruncatedStreamError, "stream ends inside the body", 1),
+    (DT_I64 + U32.pack(2**30), vio.LimitExceededError, f"message header of {2**30} bytes", 1),
+], ids=["empty", "first-not-dtype", "buffer-message", "second-dtype", "truncated", "limit"])
+def test_async_reader_rules(stream, cls, text, index):
+    with pytest.raises(vio.VortexIPCError) as ei:
+        asyncio.run(_async_read(stream))
+    assert type(ei.value) is cls and text in str(ei.value)
+    if index is not None:
+        assert ei.value.message_index == index
+    assert asyncio.run(_async_read(DT_I64 + GOOD_I64)) == [[1, 2, 3]]
