@@ -49,7 +49,7 @@ __all__ = [
     "offsets_from_lengths",
     "validity_from_mask",
     "scatter_words",
-    "scatter_tokens",
+    "decode_tokens",
 ]
 
 ESCAPE = 255
@@ -66,7 +66,7 @@ class FSSTMeta(NamedTuple):
 # -- vectorized helpers shared with vortex.onpair -------------------------------------------
 
 
-#: tokens per block in ``scatter_tokens``: small enough for the temporaries to stay in cache
+#: tokens per block in ``decode_tokens``: small enough for the temporaries to stay in cache
 BLOCK = 1 << 16
 
 
@@ -95,25 +95,47 @@ def scatter_words(out: np.ndarray, pos: np.ndarray, vals: np.ndarray) -> None:
     a[1:] -= a[:-1]
     b = hi[last]
     b[1:] -= b[:-1]
-    uw = w[last]
-    out[uw] |= a
-    uw += 1
-    out[uw] |= b
+    w0, k = int(w[0]), len(last)
+    if int(w[-1]) - w0 + 1 == k:  # every word starts a value (tokens of <= 8 bytes): slices
+        out[w0 : w0 + k] |= a
+        out[w0 + 1 : w0 + 1 + k] |= b
+    else:
+        uw = w[last]
+        out[uw] |= a
+        uw += 1
+        out[uw] |= b
 
 
-def scatter_tokens(out: np.ndarray, ends: np.ndarray, lens: np.ndarray, tok: np.ndarray,
-                   table: np.ndarray, shift: int = 0) -> None:
-    """``scatter_words`` of ``table[tok]`` at ``ends - lens + shift``, block by block.
+def decode_tokens(out: np.ndarray, tok: np.ndarray, lentab: np.ndarray, valtab: np.ndarray,
+                  limit: int, what: str, hi_tab: np.ndarray | None = None) -> int:
+    """Write the tokens ``tok`` (indices into ``lentab``/``valtab``) back to back into the
+    u64 buffer ``out``, block by block; returns the bytes written.
 
-    Blocks of ``BLOCK`` tokens keep every temporary in cache (several times faster than
-    whole-array passes); the loop runs once per block, never per value.
+    ``valtab[t]``: token t's first 8 bytes as a little-endian word (zero beyond its length);
+    ``hi_tab[t]``: bytes 8..15 for tokens longer than 8. A token of length 0 is an invalid
+    code (``MalformedStreamError``), and so is running past ``limit`` bytes (checked before
+    each block is written).
     """
+    base = 0
     for i in range(0, len(tok), BLOCK):
-        j = i + BLOCK
-        pos = ends[i:j] - lens[i:j]
-        if shift:
-            pos += shift
-        scatter_words(out, pos, table[tok[i:j]])
+        t = tok[i : i + BLOCK]
+        ln = lentab[t]
+        if int(ln.min()) == 0:
+            bad = int(t[np.argmin(ln)])
+            raise MalformedStreamError(f"{what}: code {bad} is not in the symbol table")
+        ends = np.cumsum(ln, dtype=np.int64)
+        ends += base
+        end = int(ends[-1])
+        if end > limit:
+            raise MalformedStreamError(f"{what}: codes decode to more than {limit} bytes")
+        pos = ends - ln
+        scatter_words(out, pos, valtab[t])
+        if hi_tab is not None:
+            long_ = np.flatnonzero(ln > 8)
+            if len(long_):
+                scatter_words(out, pos[long_] + 8, hi_tab[t[long_]])
+        base = end
+    return base
 
 
 def narrow_uint_ptype(max_value: int) -> dt.PType:
@@ -241,24 +263,19 @@ def fsst_decompress(symbols: np.ndarray, lengths: np.ndarray, codes: np.ndarray,
         esc = p[((p - run_start) & 1) == 0]
         if esc[-1] == m - 1:
             raise MalformedStreamError(f"{what}: the code stream ends with an escape")
-        tok = codes.astype(np.intp)
+        tok = codes.astype(np.int16)
         tok[esc + 1] += 256
         keep = np.ones(m, dtype=np.bool_)
         keep[esc] = False
         tok = tok[keep]
     else:
-        tok = codes.astype(np.intp)
-    lens = lentab[tok]
-    if int(lens.min()) == 0:
-        bad = int(tok[np.argmin(lens)])
-        raise MalformedStreamError(f"{what}: code {bad} is not below the {nsym} symbols")
-    ends = np.cumsum(lens, dtype=np.int64)
-    total = int(ends[-1])
-    if expected is not None and total != expected:
-        raise MalformedStreamError(
-            f"{what}: codes decode to {total} bytes, the uncompressed lengths sum to {expected}")
+        tok = codes
+    total = int(lentab[tok].sum(dtype=np.int64)) if expected is None else expected
     out = np.zeros((total >> 3) + 2, dtype=_U64)
-    scatter_tokens(out, ends, lens, tok, symtab)
+    written = decode_tokens(out, tok, lentab, symtab, total, what)
+    if written != total:
+        raise MalformedStreamError(
+            f"{what}: codes decode to {written} bytes, the uncompressed lengths sum to {total}")
     return out.view(np.uint8)[:total]
 
 

@@ -32,7 +32,7 @@ from ..errors import MalformedStreamError
 from ..limits import DEFAULT_LIMITS
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, validity_spec
-from .fsst import check_lengths, check_window, offsets_from_lengths, scatter_tokens
+from .fsst import check_lengths, check_window, decode_tokens, offsets_from_lengths
 
 __all__ = ["OnPairEncoding", "onpair_encode", "onpair_decompress", "MAX_TOKEN_SIZE"]
 
@@ -63,6 +63,8 @@ def onpair_decompress(blob: np.ndarray, dict_offsets: np.ndarray, codes: np.ndar
     tlen = np.diff(do)
     if nd and int(tlen.max()) > MAX_TOKEN_SIZE:
         raise MalformedStreamError(f"{what}: a dictionary token is over {MAX_TOKEN_SIZE} bytes")
+    if nd and int(tlen.min()) == 0:
+        raise MalformedStreamError(f"{what}: the dictionary has an empty token")
     if len(codes) == 0:
         if expected:
             raise MalformedStreamError(f"{what}: no codes but {expected} uncompressed bytes")
@@ -79,18 +81,14 @@ def onpair_decompress(blob: np.ndarray, dict_offsets: np.ndarray, codes: np.ndar
     fat[k >= tlen[:, None]] = 0
     words = np.ascontiguousarray(fat).view("<u8")
     lo_tab, hi_tab = np.ascontiguousarray(words[:, 0]), np.ascontiguousarray(words[:, 1])
-    tok = codes.astype(np.intp, copy=False)
-    lens = tlen.astype(np.int32)[tok]
-    ends = np.cumsum(lens, dtype=np.int64)
-    total = int(ends[-1])
-    if expected is not None and total != expected:
-        raise MalformedStreamError(
-            f"{what}: codes decode to {total} bytes, the uncompressed lengths sum to {expected}")
+    lentab = tlen.astype(np.int32)
+    total = int(lentab[codes].sum(dtype=np.int64)) if expected is None else expected
     out = np.zeros((total >> 3) + 4, dtype=_U64)
-    scatter_tokens(out, ends, lens, tok, lo_tab)
-    long_ = np.flatnonzero(lens > 8)
-    if len(long_):
-        scatter_tokens(out, ends[long_], lens[long_], tok[long_], hi_tab, shift=8)
+    written = decode_tokens(out, codes, lentab, lo_tab, total, what,
+                            hi_tab if int(tlen.max()) > 8 else None)
+    if written != total:
+        raise MalformedStreamError(
+            f"{what}: codes decode to {written} bytes, the uncompressed lengths sum to {total}")
     return out.view(np.uint8)[:total]
 
 
