@@ -378,3 +378,38 @@ def test_asyncio_metadata_only_stream_and_truncation():
         assert ei.value.offset == len(data)
 
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+class AsyncDribble:
+    """An async source with only ``read(n)``, handing out at most ``k`` bytes per call
+    (short reads are normal there; only an empty read means the end)."""
+
+    def __init__(self, data: bytes, k: int) -> None:
+        self.data = data
+        self.k = k
+        self.pos = 0
+
+    async def read(self, n: int) -> bytes:
+        out = self.data[self.pos : self.pos + min(n, self.k)]
+        self.pos += len(out)
+        return out
+
+
+@pytest.mark.parametrize("k", [1, 3, 1000])
+def test_async_reader_over_a_read_only_source_with_short_reads(k):
+    t = _table(300, 5)
+    buf = io.BytesIO()
+    vio.write_ipc(buf, t, compress=False, chunk_rows=100, metadata={"k": str(k)})
+    data = buf.getvalue()
+
+    async def read(d: bytes):
+        async with vio.AsyncStreamReader(AsyncDribble(d, k)) as r:
+            assert r.metadata == {b"k": str(k).encode()}
+            return [b.to_arrow() async for b in r]
+
+    batches = asyncio.run(read(data))
+    assert [b.num_rows for b in batches] == [100, 100, 100]
+    assert pa.Table.from_batches(batches).equals(t)
+    with pytest.raises(vio.TruncatedStreamError) as ei:
+        asyncio.run(read(data[:-7]))
+    assert ei.value.offset == len(data) - 7

@@ -310,37 +310,36 @@ class AsyncStreamReader:
         self._stream = stream
         self._dec = MessageDecoder(limits=self.limits)
         self._done = False
+        self._eof = False
         self.dtype: dt.DType | None = None
         self.metadata: Metadata = Metadata()
 
-    async def _read_some(self, n: int) -> bytes:
+    async def _read_some(self, n: int) -> tuple[bytes, bool]:
+        """Up to ``n`` bytes, and whether the input has ended. ``readexactly`` comes up
+        short only at end of input; ``read`` may return fewer bytes any time (empty: end)."""
         import asyncio
 
         s = self._stream
         if hasattr(s, "readexactly"):
             try:
-                return await s.readexactly(n)
+                return await s.readexactly(n), False
             except asyncio.IncompleteReadError as e:
-                return e.partial
-        return await s.read(n)
+                return e.partial, True
+        data = await s.read(n)
+        return data, not data
 
     async def _next_message(self) -> Message | None:
         dec = self._dec
         while True:
             m = dec.next_message()
-            if m is not None:
+            if m is not None or self._eof:
                 return m
-            need = max(dec.bytes_needed, 1)
-            data = await self._read_some(need)
+            data, self._eof = await self._read_some(max(dec.bytes_needed, 1))
             if data:
                 dec.feed(data)
-            if len(data) < need:
-                dec.feed(b"")
-                m = dec.next_message()
-                if m is not None:
-                    return m
+            if self._eof:
+                # complete messages still buffered come out first; a cut one raises
                 dec.end_of_input()
-                return None
 
     async def open(self) -> AsyncStreamReader:
         """Read the DType message (done by ``async with``)."""
