@@ -149,13 +149,13 @@ class StreamReader:
 
     >>> import io, vortex_io as vio
     >>> buf = io.BytesIO()
-    >>> with vio.StreamWriter(buf, vio.dtype.int64(), metadata={"app": "demo"}) as w:
+    >>> with vio.StreamWriter(buf, vio.dtype.int64(True), metadata={"app": "demo"}) as w:
     ...     _ = w.write(vio.array([1, 2, 3]), metadata={"batch": "0"})
     >>> with vio.StreamReader(buf.getvalue()) as r:
     ...     print(r.dtype, dict(r.metadata))
     ...     for b in r:
     ...         print(b.array.to_pylist(), dict(b.metadata))
-    i64 {b'app': b'demo'}
+    i64? {b'app': b'demo'}
     [1, 2, 3] {b'batch': b'0'}
     """
 
@@ -288,8 +288,7 @@ def read_ipc(source: Any, *, limits: ReaderLimits | None = None) -> Array:
     >>> import vortex_io as vio
     >>> import io
     >>> buf = io.BytesIO()
-    >>> vio.write_ipc(buf, vio.array([1.5, 2.5]))  # doctest: +ELLIPSIS
-    ...
+    >>> _ = vio.write_ipc(buf, vio.array([1.5, 2.5]))
     >>> vio.read_ipc(buf.getvalue()).to_pylist()
     [1.5, 2.5]
     """
