@@ -512,9 +512,9 @@ def _avail(data_len: int, offsets: np.ndarray) -> np.ndarray:
     return out
 
 
-def _parse(matcher: _Matcher, data: np.ndarray, offsets: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Greedy parse of every row: (token start positions, lengths (0 = escape), codes).
+def _parse_dense(matcher: _Matcher, data: np.ndarray, offsets: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_parse`` for long rows: (token start positions, lengths (0 = escape), codes).
 
     Every position gets its match (block by block); the tokens are then the chain
     ``p -> p + max(len(p), 1)`` from each row start (matches never cross a row end). The
@@ -565,6 +565,66 @@ def _parse(matcher: _Matcher, data: np.ndarray, offsets: np.ndarray
                 jump = jump[jump]
         on |= seed
     pos = np.flatnonzero(on[:t])
+    return pos, best_len[pos], best_code[pos]
+
+
+_WALK_STEPS = 48
+
+
+def _keys_at(words: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """The 8 bytes at each byte position as a little-endian u64, from aligned u64 words
+    (two word reads and shifts; ``words`` needs a spare word past the end)."""
+    w = pos >> 3
+    r = ((pos & 7) << 3).astype(_U64)
+    lo = words[w] >> r
+    hi = words[w + 1] << _U64(1)
+    hi <<= _U64(63) - r  # << (64 - r), and 0 when r == 0
+    return lo | hi
+
+
+def _parse(matcher: _Matcher, data: np.ndarray, offsets: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Greedy parse of every row: (token start positions, lengths (0 = escape), codes).
+
+    All rows are parsed at once, one token per row per step, matching only where a token
+    starts; after ``_WALK_STEPS`` steps the rest of the rows still unparsed (long strings)
+    goes to ``_parse_dense``, which matches at every position and follows the chains by
+    pointer doubling.
+    """
+    t = len(data)
+    if t == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int16)
+    pad = np.zeros(((t + 7) >> 3) * 8 + 16, dtype=np.uint8)
+    pad[:t] = data
+    words = pad.view("<u8")
+    on = np.zeros(t, dtype=np.bool_)
+    best_len = np.zeros(t, dtype=np.int8)
+    best_code = np.zeros(t, dtype=np.int16)
+    lens = np.diff(offsets)
+    cur = offsets[:-1][lens > 0].astype(np.int64)
+    end = offsets[1:][lens > 0].astype(np.int64)
+    steps = 0
+    while len(cur) and steps < _WALK_STEPS:
+        ln, cd = matcher.match(pad[cur], _keys_at(words, cur), np.minimum(end - cur, 8))
+        on[cur] = True
+        best_len[cur] = ln
+        best_code[cur] = cd
+        cur = cur + np.maximum(ln, 1)
+        alive = cur < end
+        if not alive.all():
+            cur, end = cur[alive], end[alive]
+        steps += 1
+    if len(cur):
+        seg = end - cur
+        sub = np.zeros(len(seg) + 1, dtype=np.int64)
+        np.cumsum(seg, out=sub[1:])
+        idx = np.repeat(cur - sub[:-1], seg) + np.arange(int(sub[-1]), dtype=np.int64)
+        p2, l2, c2 = _parse_dense(matcher, data[idx], sub)
+        orig = idx[p2]
+        on[orig] = True
+        best_len[orig] = l2
+        best_code[orig] = c2
+    pos = np.flatnonzero(on)
     return pos, best_len[pos], best_code[pos]
 
 
