@@ -297,3 +297,20 @@ def test_scan_non_struct_stream():
 def test_scan_is_an_arrow_stream():
     t = pa.table(vio.scan(DATA, filter=col("b") == True))  # noqa: E712
     assert same(t, expected(TABLE, col("b") == True))  # noqa: E712
+
+
+def test_string_view_output_matches_string_output():
+    t = pa.table({"s": pa.array(np.array(["x", "yy", "a-much-longer-string!"])[
+        np.random.default_rng(0).integers(0, 3, 4000)], mask=np.arange(4000) % 9 == 0),
+        "i": np.arange(4000)})
+    data = stream_of(t)
+    with vio.StreamReader(data) as r:
+        assert any(b.array.field("s").encoding == "vortex.dict" for b in r)  # the gather path
+    views = vio.StreamReader(data).read_arrow(string_view=True)
+    assert views.schema.field("s").type == pa.string_view()
+    assert views.cast(t.schema).equals(t)
+    e = col("s") == "yy"
+    s = vio.scan(data, filter=e, string_view=True)
+    assert s.schema.field("s").type == pa.string_view()
+    assert s.to_arrow().cast(t.schema).equals(expected(t, e))
+    assert vio.array(t["s"]).to_arrow(string_view=True).type == pa.string_view()

@@ -213,13 +213,20 @@ class Array:
                 meter.append(c.nbytes)
             return c
 
-    def to_arrow(self) -> pa.Array | pa.ChunkedArray:
+    def to_arrow(self, *, string_view: bool | None = None) -> pa.Array | pa.ChunkedArray:
         """Decode to a ``pyarrow.Array`` (``ChunkedArray`` for a chunked array).
 
         The Arrow type follows the dtype (``dtype.to_arrow()``); struct arrays give
         ``StructArray``. Canonical buffers are handed to Arrow without copying.
+        ``string_view=True`` decodes strings to ``string_view`` (see
+        ``vortex_io.arrow.string_view_output``); None keeps the caller's setting.
         """
-        return self._enc.to_arrow(self)
+        if string_view is None:
+            return self._enc.to_arrow(self)
+        from .arrow import string_view_output
+
+        with string_view_output(string_view):
+            return self._enc.to_arrow(self)
 
     def to_numpy(self, *, zero_copy_only: bool = False) -> np.ndarray:
         """Decode to numpy (nulls follow ``pyarrow.Array.to_numpy`` conventions)."""

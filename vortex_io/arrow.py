@@ -25,6 +25,9 @@ extensions -> their storage type.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -34,7 +37,37 @@ from . import dtype as dt
 from .array import Array
 from .errors import UnsupportedError
 
-__all__ = ["dtype_to_arrow", "dtype_from_arrow", "from_arrow", "to_arrow_schema"]
+__all__ = ["dtype_to_arrow", "dtype_from_arrow", "from_arrow", "to_arrow_schema",
+           "string_view_output", "string_view_enabled"]
+
+_STRING_VIEW: contextvars.ContextVar[bool] = contextvars.ContextVar("vortex_io_string_view",
+                                                                    default=False)
+
+
+@contextlib.contextmanager
+def string_view_output(enabled: bool = True) -> Iterator[None]:
+    """Within this block, Utf8/Binary decode to Arrow ``string_view``/``binary_view``.
+
+    Views are what Polars uses natively (handing it ``string`` costs a conversion pass),
+    and dictionary-encoded strings decode to views by gathering 16-byte views instead of
+    copying bytes. pyarrow.compute supports fewer kernels on views, so the default stays
+    ``string``/``binary``. Readers and scans take ``string_view=True`` to switch.
+
+    >>> import vortex_io as vio
+    >>> with string_view_output():
+    ...     vio.array(["a", "b"]).to_arrow().type
+    DataType(string_view)
+    """
+    token = _STRING_VIEW.set(enabled)
+    try:
+        yield
+    finally:
+        _STRING_VIEW.reset(token)
+
+
+def string_view_enabled() -> bool:
+    """True inside ``string_view_output()``."""
+    return _STRING_VIEW.get()
 
 _PRIM_TO_ARROW = {
     dt.PType.U8: pa.uint8(),
@@ -53,7 +86,8 @@ _ARROW_TO_PRIM = {v: k for k, v in _PRIM_TO_ARROW.items()}
 
 
 def dtype_to_arrow(d: dt.DType) -> pa.DataType:
-    """The Arrow type that arrays of dtype ``d`` convert to."""
+    """The Arrow type that arrays of dtype ``d`` convert to (strings as ``string``, or as
+    ``string_view`` inside ``string_view_output()``)."""
     if isinstance(d, dt.Null):
         return pa.null()
     if isinstance(d, dt.Bool):
@@ -64,9 +98,9 @@ def dtype_to_arrow(d: dt.DType) -> pa.DataType:
         return pa.decimal128(d.precision, d.scale) if d.precision <= 38 else pa.decimal256(
             d.precision, d.scale)
     if isinstance(d, dt.Utf8):
-        return pa.string()
+        return pa.string_view() if _STRING_VIEW.get() else pa.string()
     if isinstance(d, dt.Binary):
-        return pa.binary()
+        return pa.binary_view() if _STRING_VIEW.get() else pa.binary()
     if isinstance(d, dt.Struct):
         return pa.struct([pa.field(n, dtype_to_arrow(c), c.nullable) for n, c in zip(d.names, d.dtypes)])
     if isinstance(d, dt.List):
@@ -337,3 +371,22 @@ def schema_metadata_pairs(schema: pa.Schema) -> list[tuple[bytes, bytes]]:
     for kv in header.tables(2, "Arrow KeyValue"):
         pairs.append((kv.bytes_(0, "key") or b"", kv.bytes_(1, "value") or b""))
     return pairs
+
+
+def arrow_take(a: pa.Array, idx: np.ndarray) -> pa.Array:
+    """``a.take(idx)``, also for ``string_view``/``binary_view`` (pyarrow has no take
+    kernel for views: gather the 16-byte views and share the data buffers)."""
+    if not (pa.types.is_string_view(a.type) or pa.types.is_binary_view(a.type)):
+        return a.take(pa.array(idx))
+    bufs = a.buffers()
+    views = np.frombuffer(bufs[1], dtype=np.complex128)[a.offset : a.offset + len(a)]
+    out = np.take(views, idx)
+    vbuf = None
+    nulls = 0
+    if a.null_count:
+        valid = a.is_valid().to_numpy(zero_copy_only=False)[idx]
+        if not valid.all():
+            vbuf = pa.py_buffer(np.packbits(valid, bitorder="little"))
+            nulls = -1
+    return pa.Array.from_buffers(a.type, len(idx), [vbuf, pa.py_buffer(out), *bufs[2:]],
+                                 null_count=nulls)

@@ -30,6 +30,7 @@ import numpy as np
 
 from . import dtype as dt
 from .array import DECODE_METER, Array
+from .arrow import arrow_take, string_view_output
 from .compute.evaluate import can_skip, check_expr, evaluate
 from .compute.expr import Expr
 from .compute.kernels import mask_true
@@ -107,7 +108,7 @@ class Scan:
     def __init__(self, source: Any, *, columns: Sequence[str] | None = None,
                  filter: Expr | None = None, limit: int | None = None,
                  batch_size: int | None = None, limits: ReaderLimits | None = None,
-                 offset: int = 0) -> None:
+                 offset: int = 0, string_view: bool = False) -> None:
         self.sources = expand_sources(source)
         if not self.sources:
             raise ValueError("scan() needs at least one source")
@@ -123,6 +124,7 @@ class Scan:
         self.offset = offset
         self.batch_size = batch_size
         self.limits = limits
+        self.string_view = string_view
         self.stats = ScanStats(sources=len(self.sources))
         self._dtype: dt.DType | None = None
         self._schema: Any = None
@@ -135,7 +137,8 @@ class Scan:
                 self._dtype = r.dtype
             if self.filter is not None:
                 check_expr(self.filter, self._dtype)
-            self._schema = _schema_of(self._dtype, self.columns)
+            with string_view_output(self.string_view):
+                self._schema = _schema_of(self._dtype, self.columns)
         return self._dtype
 
     @property
@@ -166,7 +169,8 @@ class Scan:
                     d = self._dtype = reader.dtype
                     if self.filter is not None:
                         check_expr(self.filter, d)
-                    self._schema = _schema_of(d, self.columns)
+                    with string_view_output(self.string_view):
+                        self._schema = _schema_of(d, self.columns)
                 elif reader.dtype != d:
                     raise VortexIPCError(
                         f"stream dtype {reader.dtype!r} differs from the first source's {d!r}",
@@ -186,7 +190,8 @@ class Scan:
                     meter: list[int] = []
                     token = DECODE_METER.set(meter)
                     try:
-                        out = self._scan_chunk(arr, None if remaining is None else remaining + skip)
+                        with string_view_output(self.string_view):
+                            out = self._scan_chunk(arr, None if remaining is None else remaining + skip)
                     except VortexIPCError as e:  # decoded lazily: say which file and message
                         raise e.locate(message_index=batch.index, offset=batch.offset,
                                        source=reader._src.name) from None
@@ -293,7 +298,7 @@ def _select(a: Array, idx: np.ndarray | None) -> Any:
             full = a.to_arrow()
             if isinstance(full, pa.ChunkedArray):
                 full = full.combine_chunks()
-            out = full.take(pa.array(idx))
+            out = arrow_take(full, idx)
             meter = DECODE_METER.get()
             if meter is not None:
                 meter.append(out.nbytes)
@@ -311,14 +316,17 @@ def _select(a: Array, idx: np.ndarray | None) -> Any:
 
 def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | None = None,
          limit: int | None = None, batch_size: int | None = None,
-         limits: ReaderLimits | None = None, offset: int = 0) -> Scan:
+         limits: ReaderLimits | None = None, offset: int = 0,
+         string_view: bool = False) -> Scan:
     """Scan one or many streams with projection, filter and limit pushdown.
 
     ``source``: a path, bytes-like object, binary file object, a list of those, or a glob
     pattern. ``columns``: the fields to return (default: all). ``filter``: a
     ``vortex_io.expr`` expression. ``limit``: at most this many rows. ``offset``: skip this
     many matching rows first (without a filter, whole chunks are skipped undecoded).
-    ``batch_size``: split output batches to at most this many rows.
+    ``batch_size``: split output batches to at most this many rows. ``string_view``:
+    strings come out as Arrow ``string_view`` (Polars' native layout; cheaper to decode
+    from dictionaries) instead of ``string``.
     """
     return Scan(source, columns=columns, filter=filter, limit=limit, batch_size=batch_size,
-                limits=limits, offset=offset)
+                limits=limits, offset=offset, string_view=string_view)

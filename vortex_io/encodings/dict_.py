@@ -112,6 +112,13 @@ class DictEncoding(Encoding):
             return _all_null(arr.dtype, n)
         return take_canonical(values.canonical(), idx, valid, arr.dtype)
 
+    def to_arrow(self, arr: Array) -> Any:
+        from ..arrow import string_view_enabled
+
+        if string_view_enabled() and isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
+            return _gather_views(arr)
+        return arr.canonical().to_arrow()
+
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         codes, values = arr.children
         meta: DictMeta = arr.meta
@@ -194,6 +201,39 @@ def _combine(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
     if b is None:
         return a
     return a & b
+
+
+def _gather_views(arr: Array) -> Any:
+    """A dictionary of strings as Arrow ``string_view``: the dictionary's 16-byte views are
+    gathered by code (no string bytes are copied; the data buffers are shared)."""
+    import pyarrow as pa
+
+    from .primitive import primitive_values
+
+    n = len(arr)
+    codes_arr, values = arr.children
+    c = codes_arr.canonical()
+    codes, valid = primitive_values(c)
+    idx = checked_indices(codes, valid, len(values), "vortex.dict codes")
+    v = values.to_arrow()
+    if isinstance(v, pa.ChunkedArray):
+        v = v.combine_chunks()
+    t = arr.dtype.to_arrow()
+    if v.type != t:
+        v = v.cast(t)
+    bufs = v.buffers()
+    # 16-byte views as one 16-byte numpy scalar each: a 1-D gather is far faster than a 2-D one
+    views = np.frombuffer(bufs[1], dtype=np.complex128)[v.offset : v.offset + len(v)]
+    out = np.take(views, idx)
+    mask = valid
+    if v.null_count:
+        vmask = v.is_valid().to_numpy(zero_copy_only=False)[idx]
+        mask = vmask if mask is None else (mask & vmask)
+    if mask is not None and mask.all():
+        mask = None
+    vbuf = None if mask is None else pa.py_buffer(np.packbits(mask, bitorder="little"))
+    return pa.Array.from_buffers(t, n, [vbuf, pa.py_buffer(out), *bufs[2:]],
+                                 null_count=-1 if mask is not None else 0)
 
 
 def take_canonical(values: Array, idx: np.ndarray, valid: np.ndarray | None = None,

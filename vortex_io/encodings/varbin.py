@@ -69,9 +69,15 @@ class VarBinEncoding(Encoding):
         t = arr.dtype.to_arrow()
         if large:
             t = pa.large_string() if isinstance(arr.dtype, dt.Utf8) else pa.large_binary()
+        view = pa.types.is_string_view(t) or pa.types.is_binary_view(t)
+        if view:
+            t = pa.string() if isinstance(arr.dtype, dt.Utf8) else pa.binary()
+            if large:
+                t = pa.large_string() if isinstance(arr.dtype, dt.Utf8) else pa.large_binary()
         validity, nulls = arrow_validity(arr.children[1] if len(arr.children) > 1 else None, n)
-        return pa.Array.from_buffers(
+        out = pa.Array.from_buffers(
             t, n, [validity, pa.py_buffer(offs), pa.py_buffer(arr.buffers[0])], null_count=nulls)
+        return out.cast(arr.dtype.to_arrow()) if view else out
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         v = arr.children[1].slice(start, stop) if len(arr.children) > 1 else None

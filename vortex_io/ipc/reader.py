@@ -41,12 +41,13 @@ class Batch:
     def num_rows(self) -> int:
         return len(self.array)
 
-    def to_arrow(self) -> Any:
+    def to_arrow(self, *, string_view: bool | None = None) -> Any:
         """A ``pyarrow.RecordBatch`` (struct streams, batch metadata attached as the
-        schema's metadata) or a ``pyarrow.Array``."""
+        schema's metadata) or a ``pyarrow.Array``. ``string_view=True`` decodes strings
+        to Arrow ``string_view``."""
         import pyarrow as pa
 
-        a = self.array.to_arrow()
+        a = self.array.to_arrow(string_view=string_view)
         if isinstance(self.array.dtype, dt.Struct) and not self.array.dtype.nullable:
             if isinstance(a, pa.ChunkedArray):
                 a = a.combine_chunks()
@@ -229,8 +230,17 @@ class StreamReader:
         chunks = [b.array for b in self]
         return chunks[0] if len(chunks) == 1 else chunked_array(chunks, self.dtype)
 
-    def read_arrow(self) -> Any:
-        """Every remaining batch as a ``pyarrow.Table`` (struct streams) or ChunkedArray."""
+    def read_arrow(self, *, string_view: bool = False) -> Any:
+        """Every remaining batch as a ``pyarrow.Table`` (struct streams) or ChunkedArray.
+
+        ``string_view=True`` decodes strings to Arrow ``string_view`` (what Polars uses
+        natively; dictionary-encoded strings then decode without copying their bytes)."""
+        from ..arrow import string_view_output
+
+        with string_view_output(string_view):
+            return self._read_arrow()
+
+    def _read_arrow(self) -> Any:
         import pyarrow as pa
 
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable and self.dtype.names:
