@@ -117,7 +117,9 @@ def _nullable(draw: Any, t: pa.DataType) -> bool:
 @st.composite
 def _item_field(draw: Any, children: st.SearchStrategy[pa.DataType]) -> pa.Field:
     t = draw(children)
-    return pa.field("item", t, nullable=_nullable(draw, t))
+    # Arrow writers name list items "item" or "element" (Parquet); the name is not data
+    name = draw(st.sampled_from(["item", "item", "element"]))
+    return pa.field(name, t, nullable=_nullable(draw, t))
 
 
 def nested_types(children: st.SearchStrategy[pa.DataType]) -> st.SearchStrategy[pa.DataType]:
