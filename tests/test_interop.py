@@ -224,6 +224,10 @@ def vx_writable(data) -> bool:
     return not (pa.types.is_null(data.type) and len(data) == 0)
 
 
+#: the core differential tests run twice the profile's example count
+MORE = settings(max_examples=2 * settings.default.max_examples)
+
+
 def our_bytes(data, **kw) -> bytes:
     buf = io.BytesIO()
     vio.write_ipc(buf, data, **kw)
@@ -233,6 +237,7 @@ def our_bytes(data, **kw) -> bytes:
 # -- 1. vortex-data -> us --------------------------------------------------------------------
 
 
+@MORE
 @given(S.arrays())
 def test_vx_to_us_array(arr):
     assume(vx_writable(arr))
@@ -254,6 +259,7 @@ def test_large_arrays_both_ways(arr, chunk_rows):
     assert_arrow_equal(vio.read_ipc(stream).to_arrow(), expected)
 
 
+@MORE
 @given(S.chunk_lists())
 def test_vx_to_us_chunks(chunks):
     assume(vx_writable(chunks))
@@ -297,6 +303,7 @@ def _vx_values(stream: bytes) -> list[pa.Array]:
     return [normalize(a) for a in vx_decode_to_arrow(stream)]
 
 
+@MORE
 @given(S.arrays(), st.sampled_from([1, 3, 65_536]))
 def test_us_to_vx_write_ipc(arr, chunk_rows):
     stream = our_bytes(arr, compress=False, chunk_rows=chunk_rows)
@@ -350,6 +357,7 @@ def test_us_to_vx_table(table):
 # -- 3. us -> us, and dtypes against vortex-data -------------------------------------------
 
 
+@MORE
 @given(S.arrays())
 def test_round_trip_and_dtype(arr):
     # round trip through our writer and reader
@@ -451,7 +459,7 @@ def test_golden_stream(name):
     assert encodings == set(entry["encodings"])
     got = concat([_combine(b.array.to_arrow()) for b in batches], expected.type)
     assert_arrow_equal(got, expected)
-    # from bytes, fed one byte at a time through the file-object path
+    # through the file-object path (reads of exactly what the decoder asks for)
     with vio.StreamReader(io.BufferedReader(io.BytesIO(stream), buffer_size=1)) as r:
         got = concat([_combine(b.array.to_arrow()) for b in r], expected.type)
     assert_arrow_equal(got, expected)
