@@ -385,6 +385,16 @@ def test_onpair_encode_compresses_urls_and_handles_edge_cases():
         check_both_ways(onpair_encode(vio.array(arr)), arr)
 
 
+def test_onpair_encode_large_dictionary():
+    rng = np.random.default_rng(1)
+    vocab = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), rng.integers(2, 9)))
+             for _ in range(3000)]
+    arr = pa.array([" ".join(rng.choice(vocab, 8)) for _ in range(6000)])
+    a = onpair_encode(vio.array(arr), dict_bits=16)
+    assert a.meta.dict_size > 4096  # past the direct pair table: binary-search merges
+    check_both_ways(a, arr)
+
+
 @pytest.mark.parametrize("case", ["code_out_of_range", "token_too_long", "offsets_past_blob",
                                   "length_mismatch", "codes_offsets_past_codes"])
 def test_onpair_malformed(case):

@@ -185,24 +185,37 @@ def _runs_first_of_pairs(p: np.ndarray) -> np.ndarray:
 
 
 class _Merges(NamedTuple):
-    keys: np.ndarray  # sorted (left << 16 | right)
+    """One batch of merges: pair (left, right) becomes new id; ids before it are < size."""
+
+    left: np.ndarray
+    right: np.ndarray
     new_ids: np.ndarray
+    size: int
 
 
 def _apply(ids: np.ndarray, starts: np.ndarray, merges: _Merges
            ) -> tuple[np.ndarray, np.ndarray]:
-    """One batch of merges over a token stream; ``starts`` flags each row's first token."""
-    if len(ids) < 2 or len(merges.keys) == 0:
+    """One batch of merges over a token stream; ``starts`` flags each row's first token.
+
+    Pairs are looked up in a direct ``size x size`` table (up to 4096 ids), else by binary
+    search."""
+    if len(ids) < 2 or len(merges.left) == 0:
         return ids, starts
-    keys = (ids[:-1].astype(np.int64) << 16) | ids[1:]
-    at = np.searchsorted(merges.keys, keys)
-    at = np.minimum(at, len(merges.keys) - 1)
-    hit = (merges.keys[at] == keys) & ~starts[1:]
-    sel = _runs_first_of_pairs(np.flatnonzero(hit))
+    size = merges.size
+    keys = merges.left.astype(np.int64) * size + merges.right
+    if size <= 4096:
+        table = np.full(size * size, -1, dtype=np.int32)
+        table[keys] = merges.new_ids
+        found = table[ids[:-1].astype(np.int32) * size + ids[1:]]
+    else:  # a table would be too large: binary search (pairs are sorted by (left, right))
+        k = ids[:-1].astype(np.int64) * size + ids[1:]
+        at = np.minimum(np.searchsorted(keys, k), len(keys) - 1)
+        found = np.where(keys[at] == k, merges.new_ids[at].astype(np.int32), -1)
+    sel = _runs_first_of_pairs(np.flatnonzero((found >= 0) & ~starts[1:]))
     if len(sel) == 0:
         return ids, starts
     ids = ids.copy()
-    ids[sel] = merges.new_ids[at[sel]]
+    ids[sel] = found[sel]
     keep = np.ones(len(ids), dtype=np.bool_)
     keep[sel + 1] = False
     return ids[keep], starts[keep]
@@ -238,7 +251,7 @@ def _train(sample: np.ndarray, soffs: np.ndarray, byte_id: np.ndarray, n0: int, 
         tok_bytes[new] = np.where(k[None, :] < ll[:, None], tok_bytes[left],
                                   np.take_along_axis(tok_bytes[right], src_right, axis=1))
         tok_len[new] = ll + tok_len[right]
-        m = _Merges(chosen, new.astype(np.uint16))
+        m = _Merges(left, right, new.astype(np.uint16), size)
         rounds.append(m)
         ids, starts = _apply(ids, starts, m)
         size += len(chosen)
