@@ -377,7 +377,10 @@ def arrow_take(a: pa.Array, idx: np.ndarray) -> pa.Array:
     """``a.take(idx)``, also for ``string_view``/``binary_view`` (pyarrow has no take
     kernel for views: gather the 16-byte views and share the data buffers)."""
     if not (pa.types.is_string_view(a.type) or pa.types.is_binary_view(a.type)):
-        return a.take(pa.array(idx))
+        plain = _without_views(a.type)
+        if plain == a.type:
+            return a.take(pa.array(idx))
+        return a.cast(plain).take(pa.array(idx)).cast(a.type)  # views nested inside
     bufs = a.buffers()
     views = np.frombuffer(bufs[1], dtype=np.complex128)[a.offset : a.offset + len(a)]
     out = np.take(views, idx)
@@ -390,3 +393,20 @@ def arrow_take(a: pa.Array, idx: np.ndarray) -> pa.Array:
             nulls = -1
     return pa.Array.from_buffers(a.type, len(idx), [vbuf, pa.py_buffer(out), *bufs[2:]],
                                  null_count=nulls)
+
+
+def _without_views(t: pa.DataType) -> pa.DataType:
+    """``t`` with string_view/binary_view replaced by string/binary at any depth."""
+    if pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_without_views(f.type)) for f in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        f = t.value_field
+        inner = f.with_type(_without_views(f.type))
+        if pa.types.is_fixed_size_list(t):
+            return pa.list_(inner, t.list_size)
+        return pa.large_list(inner) if pa.types.is_large_list(t) else pa.list_(inner)
+    return t

@@ -234,7 +234,8 @@ class Scan:
         if self.filter is not None:
             if can_skip(self.filter, arr):
                 return None
-            sel = mask_true(evaluate(self.filter, arr))
+            with string_view_output(False):  # predicates use Arrow kernels on `string`
+                sel = mask_true(evaluate(self.filter, arr))
             idx = np.flatnonzero(sel)
         else:
             idx = None

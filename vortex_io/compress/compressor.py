@@ -13,6 +13,7 @@ go to the earlier candidate. Every scheme produces arrays vortex-data 0.93 decod
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,8 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array
+
+_EXACT = decimal.Context(prec=200)  # decimals have at most 76 digits: no rounding
 
 __all__ = ["CompressOptions", "CompressSession", "Scheme", "SCHEMES", "compress_array",
            "scheme_names"]
@@ -159,7 +162,7 @@ def _constant(a: Array, st: dict[str, Any]) -> Array | None:
             return None
         v = arr[0].as_py()
         if isinstance(a.dtype, dt.Decimal):
-            v = int(v.scaleb(a.dtype.scale))
+            v = int(v.scaleb(a.dtype.scale, _EXACT))
         elif isinstance(a.dtype, dt.Extension):
             return None  # temporal constants: left to the storage path
     try:

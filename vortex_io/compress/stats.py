@@ -5,6 +5,8 @@ The reader uses them to prune chunks (``vortex_io.compute.can_skip``) before dec
 
 from __future__ import annotations
 
+import decimal
+
 import numpy as np
 
 from .. import dtype as dt
@@ -12,6 +14,8 @@ from ..array import Array
 from ..stats import ArrayStats
 
 __all__ = ["compute_stats", "with_stats"]
+
+_EXACT = decimal.Context(prec=200)  # decimals have at most 76 digits: no rounding
 
 _MINMAX_KINDS = (dt.Primitive, dt.Decimal, dt.Utf8, dt.Binary, dt.Bool)
 
@@ -45,8 +49,8 @@ def compute_stats(a: Array) -> ArrayStats | None:
     mm = pc.min_max(arr)
     lo, hi = mm["min"].as_py(), mm["max"].as_py()
     if isinstance(s, dt.Decimal):
-        lo = int(lo.scaleb(s.scale))
-        hi = int(hi.scaleb(s.scale))
+        lo = int(lo.scaleb(s.scale, _EXACT))
+        hi = int(hi.scaleb(s.scale, _EXACT))
     elif isinstance(s, dt.Primitive) and s.ptype == dt.PType.F16:
         lo, hi = float(lo), float(hi)
     full = ArrayStats.of(s, min=lo, max=hi, null_count=nulls, nan_count=st.nan_count)

@@ -437,8 +437,9 @@ class _Reader:
         if filters and pre_slice is None:
             # Polars re-applies every filter ("partial"): push what translates, as is
             vfilter, _ = translate_predicate([f.expr for f in filters], arrow_schema, dtype)
+        # string_view: Polars' own string layout (handing it `string` costs a conversion pass)
         scan = spec.open(self.key, columns=list(columns), filter=vfilter, limit=limit,
-                         offset=offset, batch_size=spec.batch_size)
+                         offset=offset, batch_size=spec.batch_size, string_view=True)
         if spec.on_scan is not None:
             spec.on_scan(scan)
         try:
