@@ -17,7 +17,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 import vortex_io as vio
-from bench.datasets import trades
+from vortex_io.datasets import trades
 from vortex_io.expr import col
 
 
