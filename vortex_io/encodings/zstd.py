@@ -13,7 +13,7 @@ is decompressed with the shared dictionary when there is one.
 
 Decoding needs the optional ``zstandard`` package (``pip install vortex_io[zstd]``); without
 it, decoding raises ``UnsupportedError``. Length prefixes are located without a per-value
-loop by pointer doubling over the ``p -> p + 4 + len(p)`` jump table.
+loop (see ``_frame_starts``).
 """
 
 from __future__ import annotations
@@ -55,30 +55,53 @@ def _zstandard() -> Any:
 
 def _frame_starts(data: np.ndarray, count: int, what: str) -> np.ndarray:
     """Start offsets of the first ``count`` length-prefixed values of ``data``, plus the
-    end of the last one (``count + 1`` offsets), found by pointer doubling."""
+    end of the last one (``count + 1`` offsets), without a per-value loop.
+
+    Every byte position p gets its jump ``p + 4 + u32(p)`` (past the end: a sink). Only
+    positions some jump lands on can follow a value, so the domain shrinks to
+    ``{0} + jumps(domain)`` a few times (in text almost every misaligned read is a huge
+    length, so this leaves about the true starts), and the chain from 0 is followed by
+    pointer doubling over what is left.
+    """
     t = len(data)
     if count == 0:
         return np.zeros(1, dtype=np.int64)
     if t < 4:
         raise MalformedStreamError(f"{what}: {t} bytes cannot hold {count} length-prefixed values")
-    win = np.lib.stride_tricks.as_strided(data, shape=(t - 3, 4), strides=(1, 1))
-    lens = np.ascontiguousarray(win).view("<u4").reshape(t - 3).astype(np.int64)
+    m = t - 3
+    lens = data[:m].astype(np.int64)
+    for k in (1, 2, 3):
+        lens |= data[k : k + m].astype(np.int64) << (8 * k)
     sink = t + 1  # jumps past the end go here
     jump = np.empty(t + 2, dtype=np.int64)
-    jump[: t - 3] = np.arange(t - 3, dtype=np.int64) + 4 + lens
-    jump[t - 3 : t] = sink
+    np.add(lens, np.arange(4, t + 1, dtype=np.int64), out=jump[:m])
+    jump[m:t] = sink
     jump[t] = t
     jump[sink] = sink
     np.minimum(jump, sink, out=jump)
-    on = np.zeros(t + 2, dtype=np.bool_)
+    mark = np.zeros(t + 2, dtype=np.bool_)
+    mark[jump] = True
+    mark[0] = True
+    dom = np.flatnonzero(mark)
+    for _ in range(8):
+        mark[dom] = False
+        mark[jump[dom]] = True
+        mark[0] = True
+        nxt = np.flatnonzero(mark)
+        if len(nxt) == len(dom):
+            break
+        dom = nxt
+    # dom is closed under jump: follow the chain from 0 by doubling over its indices
+    jd = np.searchsorted(dom, jump[dom])
+    on = np.zeros(len(dom), dtype=np.bool_)
     on[0] = True
-    reach = 1  # positions reached in fewer than `reach` steps are marked
+    reach = 1  # indices reached in fewer than `reach` steps are marked
     while reach <= count:
-        on[jump[np.flatnonzero(on)]] = True
+        on[jd[np.flatnonzero(on)]] = True
         reach *= 2
         if reach <= count:
-            jump = jump[jump]
-    pos = np.flatnonzero(on)[: count + 1]
+            jd = jd[jd]
+    pos = dom[np.flatnonzero(on)][: count + 1]
     if len(pos) < count + 1 or pos[-1] > t:
         raise MalformedStreamError(
             f"{what}: the length prefixes do not delimit {count} values in {t} bytes")
