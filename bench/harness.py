@@ -225,9 +225,25 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def _git_commit() -> str | None:
+    """The checkout's commit (``+dirty`` when files differ from it), or None outside git."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
+                              capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, text=True, capture_output=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
 def environment() -> dict[str, Any]:
     """Versions and machine facts recorded with every result file."""
     return {
+        "git_commit": _git_commit(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "machine_cpus": os.cpu_count(),
