@@ -286,6 +286,11 @@ def _fsst_node(symbols: list[bytes], codes: bytes, ulen: list[int], co: list[int
                            primitive_array(np.array(co, np.int32))])
 
 
+def _with_metadata(a: Array, raw: bytes) -> Array:
+    return Array(a.encoding, a.dtype, len(a), metadata=raw, buffers=a.buffers,
+                 children=a.children)
+
+
 def _roundtrip_node(a: Array) -> Array:
     """The node written to a stream and read back (so read-time validation runs)."""
     with vio.StreamReader(our_array_stream(a)) as r:
@@ -331,6 +336,19 @@ def test_fsst_decoded_size_is_bounded_before_allocating():
     with vio.StreamReader(our_array_stream(a), limits=limits) as r:
         arr = next(iter(r)).array
         with pytest.raises(LimitExceededError):
+            arr.to_arrow()
+
+
+def test_fsst_lengths_that_would_overflow_are_refused():
+    meta = ProtoWriter().varint(1, int(dt.PType.U64)).varint(2, int(dt.PType.I32)).finish()
+    keys = np.array([int.from_bytes(b"ab", "little")], "<u8")
+    a = Array("vortex.fsst", dt.Utf8(False), 3, metadata=meta,
+              buffers=[keys.view(np.uint8), np.array([2], np.uint8), np.zeros(1, np.uint8)],
+              children=[primitive_array(np.array([2**63, 2**63, 2], np.uint64)),
+                        primitive_array(np.array([0, 0, 0, 1], np.int32))])
+    with vio.StreamReader(our_array_stream(a), limits=vio.ReaderLimits.unlimited()) as r:
+        arr = next(iter(r)).array
+        with pytest.raises(LimitExceededError):  # the sum wraps to 2 in 64 bits
             arr.to_arrow()
 
 
@@ -424,7 +442,8 @@ def test_onpair_encode_large_dictionary():
 
 
 @pytest.mark.parametrize("case", ["code_out_of_range", "token_too_long", "offsets_past_blob",
-                                  "length_mismatch", "codes_offsets_past_codes"])
+                                  "length_mismatch", "codes_offsets_past_codes",
+                                  "dictionary_over_16_bits"])
 def test_onpair_malformed(case):
     nodes = {
         "code_out_of_range": lambda: _onpair_node([b"ab"], [0, 1], [4], [0, 2]),
@@ -432,6 +451,10 @@ def test_onpair_malformed(case):
         "offsets_past_blob": lambda: _onpair_node([b"ab"], [0], [2], [0, 1], pad=-1),
         "length_mismatch": lambda: _onpair_node([b"ab"], [0, 0], [3], [0, 2]),
         "codes_offsets_past_codes": lambda: _onpair_node([b"ab"], [0], [2], [0, 2]),
+        "dictionary_over_16_bits": lambda: _with_metadata(
+            _onpair_node([b"ab"], [0], [2], [0, 1]),
+            ProtoWriter().varint(3, 70_000).varint(4, 1).varint(5, int(dt.PType.U32))
+            .varint(6, int(dt.PType.U16)).varint(7, int(dt.PType.U32)).finish()),
     }
     with pytest.raises(MalformedStreamError):
         _roundtrip_node(nodes[case]()).to_arrow()

@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding, typed_view
-from ..errors import MalformedStreamError
+from ..errors import LimitExceededError, MalformedStreamError
 from ..limits import DEFAULT_LIMITS
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, validity_spec
@@ -159,11 +159,14 @@ def offsets_from_lengths(lengths: np.ndarray) -> Array:
 
 
 def check_lengths(ulen: np.ndarray, what: str) -> int:
-    """Uncompressed lengths must be non-negative; returns their sum."""
+    """Uncompressed lengths must be non-negative; returns their sum (which must not
+    overflow: a sum past 2**62 bytes is refused before it can wrap around)."""
     if len(ulen) == 0:
         return 0
     if ulen.dtype.kind == "i" and int(ulen.min()) < 0:
         raise MalformedStreamError(f"{what}: negative uncompressed length")
+    if float(ulen.sum(dtype=np.float64)) > 2.0**62:
+        raise LimitExceededError(f"{what}: uncompressed lengths sum past 2**62 bytes")
     return int(ulen.sum(dtype=np.uint64))
 
 
@@ -243,9 +246,10 @@ def fsst_decompress(symbols: np.ndarray, lengths: np.ndarray, codes: np.ndarray,
     """
     nsym = len(symbols)
     m = len(codes)
+    if expected is not None and expected > 8 * m:  # checked before allocating the output
+        raise MalformedStreamError(
+            f"{what}: {m} codes cannot decode to the {expected} uncompressed bytes")
     if m == 0:
-        if expected:
-            raise MalformedStreamError(f"{what}: no codes but {expected} uncompressed bytes")
         return np.zeros(0, np.uint8)
     lentab = np.zeros(512, dtype=np.int32)
     symtab = np.zeros(512, dtype=_U64)

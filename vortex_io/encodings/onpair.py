@@ -37,6 +37,7 @@ from .fsst import check_lengths, check_window, decode_tokens, offsets_from_lengt
 __all__ = ["OnPairEncoding", "onpair_encode", "onpair_decompress", "MAX_TOKEN_SIZE"]
 
 MAX_TOKEN_SIZE = 16
+MAX_DICT_SIZE = 1 << 16  # codes are u16 in the reference decoder
 _U64 = np.uint64
 
 
@@ -65,9 +66,10 @@ def onpair_decompress(blob: np.ndarray, dict_offsets: np.ndarray, codes: np.ndar
         raise MalformedStreamError(f"{what}: a dictionary token is over {MAX_TOKEN_SIZE} bytes")
     if nd and int(tlen.min()) == 0:
         raise MalformedStreamError(f"{what}: the dictionary has an empty token")
+    if expected is not None and expected > MAX_TOKEN_SIZE * len(codes):
+        raise MalformedStreamError(
+            f"{what}: {len(codes)} codes cannot decode to the {expected} uncompressed bytes")
     if len(codes) == 0:
-        if expected:
-            raise MalformedStreamError(f"{what}: no codes but {expected} uncompressed bytes")
         return np.zeros(0, np.uint8)
     cmin, cmax = int(codes.min()), int(codes.max())
     if cmin < 0 or cmax >= nd:
@@ -101,6 +103,11 @@ class OnPairEncoding(Encoding):
 
     def parse_metadata(self, raw: bytes, dtype, length) -> OnPairMeta:
         f = parse(raw, "OnPairMetadata")
+        bits, size = f.get_uint(2, 0, bits=32), f.get_uint(3, 0, bits=32)
+        if bits > 16 or size > MAX_DICT_SIZE:
+            raise MalformedStreamError(
+                f"vortex.onpair: {size} tokens of {bits} bits; codes are at most 16 bits "
+                f"({MAX_DICT_SIZE} tokens)")
         return OnPairMeta(
             int_ptype_of(f.get_uint(1, 0), "vortex.onpair uncompressed_lengths"),
             f.get_uint(2, 0, bits=32),
@@ -122,8 +129,6 @@ class OnPairEncoding(Encoding):
                 *validity_spec(self.id, dtype, length, parts.nchildren, 4)]
 
     def validate(self, arr: Array, limits) -> None:
-        if arr.meta.bits > 32:
-            raise MalformedStreamError(f"vortex.onpair: {arr.meta.bits}-bit codes")
         arr._cache["limits"] = limits
 
     def buffer_alignments(self, arr: Array) -> list[int]:
