@@ -16,8 +16,9 @@ A code ``c < 255`` stands for ``symbol[c][:len[c]]``; code 255 escapes the next 
 which is emitted literally. Like the reference decoder, the codes of all rows
 (``codes[co[0]:co[n]]``) are decoded in one pass and cut into rows by the uncompressed
 lengths. Decoding is vectorized: escapes are located with run-parity masks, every token
-becomes a (position, 8-byte little-endian word) pair, and the words are OR-ed into the
-output with ``np.bitwise_or.reduceat`` (tokens of one output word are adjacent).
+becomes a (position, 8-byte little-endian word) pair, and the words are combined into the
+output words block by block (``decode_tokens`` / ``scatter_words``). Sizes are checked
+before anything is allocated or written.
 
 Encoding (:func:`fsst_encode`) trains a table with :func:`fsst_train` unless one is given
 and parses greedily (longest symbol first) with a vectorized parse, see ``_parse``.
@@ -371,7 +372,8 @@ class FSSTEncoding(Encoding):
         return a
 
     def describe(self, arr: Array) -> str:
-        return f"symbols={arr.buffers[0].nbytes // 8}, codes={arr.buffers[-1].nbytes} B"
+        codes = f", codes={arr.buffers[2].nbytes} B" if len(arr.buffers) == 3 else ", legacy"
+        return f"symbols={arr.buffers[0].nbytes // 8}{codes}"
 
     def child_names(self, arr: Array) -> list[str]:
         if len(arr.buffers) == 2:
