@@ -1,8 +1,12 @@
 """Reader limits: bounds on what a stream may make the reader allocate.
 
 Every length read off the wire is checked against these *before* anything is allocated.
-The defaults suit a service reading from peers it does not fully trust; raise them for
-trusted bulk data.
+The defaults suit a service reading from peers it does not trust: one batch never makes
+the reader allocate more than about a GiB, whatever its headers claim. Raise them (or use
+``ReaderLimits.unlimited()``) for trusted bulk data.
+
+Arrays read from a stream carry the limits they were read with (``limits_of``), so the
+checks made while they are decoded lazily (``to_arrow()`` long after reading) use them.
 
 >>> from vortex_io import ReaderLimits
 >>> ReaderLimits().max_header_bytes
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ReaderLimits"]
+__all__ = ["ReaderLimits", "DEFAULT_LIMITS", "limits_of"]
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -33,17 +37,20 @@ class ReaderLimits:
         max_depth: nesting depth of an array's encoding tree (and of a DType).
         max_nodes: nodes in one array's encoding tree.
         max_rows_per_message: rows of one Array message (the format's own cap is 2**32-1).
-        max_decoded_bytes: bytes one batch may expand to when it is decoded
-            (a constant or dictionary claiming billions of rows is refused, not allocated).
+        max_decoded_bytes: bytes one batch may expand to when it is decoded: checked for
+            the whole batch (rows x fixed width of the dtype) and for every node that
+            expands (constant, sequence, run-end, dictionary, sparse, FSST/OnPair,
+            bit-packing, zstd, string gathers). A constant claiming billions of rows is
+            refused, not allocated.
     """
 
     max_header_bytes: int = 16 * MiB
-    max_body_bytes: int = 2 * GiB
+    max_body_bytes: int = 1 * GiB
     max_buffers: int = 65_536
     max_depth: int = 64
     max_nodes: int = 100_000
     max_rows_per_message: int = 2**32 - 1
-    max_decoded_bytes: int = 4 * GiB
+    max_decoded_bytes: int = 1 * GiB
 
     @classmethod
     def unlimited(cls) -> ReaderLimits:
@@ -60,3 +67,9 @@ class ReaderLimits:
 
 
 DEFAULT_LIMITS = ReaderLimits()
+
+
+def limits_of(arr: object) -> ReaderLimits:
+    """The limits an array was read with (``DEFAULT_LIMITS`` for arrays built in memory)."""
+    cache = getattr(arr, "_cache", None)
+    return cache.get("limits", DEFAULT_LIMITS) if cache else DEFAULT_LIMITS

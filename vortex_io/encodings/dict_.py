@@ -25,6 +25,7 @@ import numpy as np
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..errors import MalformedStreamError, UnsupportedError
+from ..limits import DEFAULT_LIMITS, ReaderLimits, limits_of
 from ..proto import ProtoWriter, parse
 from ._common import int_ptype_of
 
@@ -110,7 +111,7 @@ class DictEncoding(Encoding):
         idx = checked_indices(codes, valid, nvals, "vortex.dict codes")
         if valid is not None and not valid.any():
             return _all_null(arr.dtype, n)
-        return take_canonical(values.canonical(), idx, valid, arr.dtype)
+        return take_canonical(values.canonical(), idx, valid, arr.dtype, limits=limits_of(arr))
 
     def to_arrow(self, arr: Array) -> Any:
         from ..arrow import string_view_enabled
@@ -237,12 +238,14 @@ def _gather_views(arr: Array) -> Any:
 
 
 def take_canonical(values: Array, idx: np.ndarray, valid: np.ndarray | None = None,
-                   dtype: dt.DType | None = None) -> Array:
+                   dtype: dt.DType | None = None, *, limits: ReaderLimits = DEFAULT_LIMITS
+                   ) -> Array:
     """Rows ``values[idx]`` of a canonical array, as a canonical array of ``dtype``.
 
     ``idx`` are in-range integer indices; ``valid`` (optional, False = null) marks rows to
-    null out. Primitive, bool and extension values gather with numpy; strings, binary and
-    nested dtypes go through Arrow's ``take`` (for strings it measured ~6x faster than a
+    null out. ``limits`` bounds what a gather of strings may expand to. Primitive, bool and
+    extension values gather with numpy; strings, binary and nested dtypes go through Arrow's
+    ``take`` (for strings it measured ~6x faster than a
     numpy byte gather: 10 ms vs 60-130 ms for 1M rows of a 50-value dictionary).
     """
     from ._common import validity_mask
@@ -268,11 +271,13 @@ def take_canonical(values: Array, idx: np.ndarray, valid: np.ndarray | None = No
     if enc == "vortex.ext" and isinstance(d, dt.Extension):
         from .ext import ext_array
 
-        return ext_array(d, take_canonical(values.children[0].canonical(), idx, valid, d.storage))
-    return _take_arrow(values, idx, valid, d)
+        return ext_array(d, take_canonical(values.children[0].canonical(), idx, valid, d.storage,
+                                           limits=limits))
+    return _take_arrow(values, idx, valid, d, limits)
 
 
-def _take_arrow(values: Array, idx: np.ndarray, valid: np.ndarray | None, d: dt.DType) -> Array:
+def _take_arrow(values: Array, idx: np.ndarray, valid: np.ndarray | None, d: dt.DType,
+                limits: ReaderLimits = DEFAULT_LIMITS) -> Array:
     """Arrow's ``take`` (strings, binary, structs, lists, decimals...): measured 5-10x
     faster than gathering string bytes with numpy."""
     import pyarrow as pa
@@ -285,9 +290,10 @@ def _take_arrow(values: Array, idx: np.ndarray, valid: np.ndarray | None, d: dt.
     if pa.types.is_string(a.type) or pa.types.is_binary(a.type):
         lens = np.diff(np.frombuffer(a.buffers()[1], dtype=np.int32)[a.offset : a.offset + len(a) + 1])
         bound = len(idx) * (int(lens.max()) if len(lens) else 0)
-        if bound > 2**31 - 1:
+        if bound > min(2**31 - 1, limits.max_decoded_bytes):
+            # a few long values repeated by many codes or runs: bound the expansion first
             total = int(lens[idx].sum(dtype=np.int64)) if len(idx) else 0
-            check_decoded_size(total, f"gather of {len(idx)} strings")
+            check_decoded_size(total, f"gather of {len(idx)} strings", limits)
             if total > 2**31 - 1:
                 a = a.cast(pa.large_string() if pa.types.is_string(a.type) else pa.large_binary())
     ind = pa.array(idx, mask=None if valid is None else ~valid)
@@ -300,7 +306,8 @@ def _take_arrow(values: Array, idx: np.ndarray, valid: np.ndarray | None, d: dt.
     return out
 
 
-def repeat_canonical(values: Array, counts: np.ndarray, dtype: dt.DType | None = None) -> Array:
+def repeat_canonical(values: Array, counts: np.ndarray, dtype: dt.DType | None = None, *,
+                     limits: ReaderLimits = DEFAULT_LIMITS) -> Array:
     """Each row of a canonical array repeated ``counts[i]`` times (run-end decoding)."""
     from ._common import validity_mask
     from .bool_ import bool_array, bool_values
@@ -317,7 +324,7 @@ def repeat_canonical(values: Array, counts: np.ndarray, dtype: dt.DType | None =
         m = None if vmask is None else np.repeat(vmask, counts)
         return bool_array(np.repeat(bool_values(values), counts), _with_validity(m), nullable=d.nullable)
     idx = np.repeat(np.arange(len(values), dtype=np.intp), counts)
-    return take_canonical(values, idx, None, d)
+    return take_canonical(values, idx, None, d, limits=limits)
 
 
 # -- encoding -----------------------------------------------------------------------------

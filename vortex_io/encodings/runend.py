@@ -22,6 +22,7 @@ import numpy as np
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..errors import MalformedStreamError, UnsupportedError
+from ..limits import limits_of
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of
 from .dict_ import estimate_row_width, narrowest_uint, repeat_canonical
@@ -107,7 +108,8 @@ class RunEndEncoding(Encoding):
         values = arr.children[1]
         if hi - lo == 0:
             return values.slice(0, 0).canonical()
-        return repeat_canonical(values.slice(lo, hi).canonical(), counts, arr.dtype)
+        return repeat_canonical(values.slice(lo, hi).canonical(), counts, arr.dtype,
+                                limits=limits_of(arr))
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         """Moves the offset and drops the runs outside the range (vortex-data requires the

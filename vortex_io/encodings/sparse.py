@@ -99,9 +99,11 @@ class SparseEncoding(Encoding):
         return [(dt.Primitive(meta.indices_ptype), meta.len), (dtype, meta.len)]
 
     def validate(self, arr: Array, limits) -> None:
-        sparse_fill_value(arr)
+        fill = sparse_fill_value(arr)
         n = len(arr)
-        check_decoded_size(n * estimate_row_width(arr.dtype), f"vortex.sparse of {n} rows", limits)
+        # the fill is repeated on every row that is not a patch: count its bytes too
+        width = estimate_row_width(arr.dtype) + (len(fill) if isinstance(fill, (str, bytes)) else 0)
+        check_decoded_size(n * width, f"vortex.sparse of {n} rows", limits)
 
     def canonicalize(self, arr: Array) -> Array:
         from ._common import validity_mask

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, get_encoding
+from ..array import Array, ArrayParts, check_decoded_size, get_encoding
 from ..errors import LimitExceededError, MalformedStreamError, UnsupportedError, VortexIPCError
 from ..limits import DEFAULT_LIMITS, ReaderLimits
 from ..metadata import Metadata
@@ -145,7 +145,10 @@ class _Builder:
         parts = ArrayParts(enc_id, meta, bufs, kids, self, read_stats(node.table(4, "ArrayStats")),
                            depth)
         try:
-            return enc.build(parts, dtype, length)
+            arr = enc.build(parts, dtype, length)
+            # lazy decoding (to_arrow() later) checks expansions against the same limits
+            arr._cache.setdefault("limits", lim)
+            return arr
         except VortexIPCError as e:
             if not getattr(e, "_pathed", False):
                 e.reason = f"{enc_id}({dtype!r}, len={length}): {e.reason}"
@@ -160,6 +163,12 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
         raise LimitExceededError(
             f"array message of {header.row_count} rows, over the limit of {limits.max_rows_per_message}"
         )
+    # the whole batch, before any node: rows x fixed width (a struct of many expanding
+    # columns is bounded as a whole, not only column by column)
+    from ..encodings.constant import _estimate_width
+
+    check_decoded_size(header.row_count * _estimate_width(dtype),
+                       f"array message of {header.row_count} rows of {dtype!r}", limits)
     n = body.nbytes
     if n < 4:
         raise MalformedStreamError(f"array message body of {n} bytes has no flatbuffer length")

@@ -1,0 +1,91 @@
+"""The property every input must satisfy: reading it, fully, ends in success or a
+``vortex_io.VortexIPCError``.
+
+``consume(data)`` reads a stream with ``StreamReader`` and canonicalizes everything it
+yields: each batch's ``array.to_arrow()`` (validated by Arrow), ``Batch.to_arrow()``, a
+slice of each batch, then ``vortex_io.scan(data)`` without and with filters built for the
+stream's dtype (so the compute kernels on encoded arrays and chunk pruning by statistics
+see hostile input too). Lazy decoding must not defer a crash: everything is forced here.
+
+It returns ``"ok"`` or the name of the ``VortexIPCError`` subclass raised; any other
+exception propagates: that is a bug.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+import vortex_io as vio
+from vortex_io import dtype as dt
+from vortex_io.expr import col
+
+__all__ = ["consume", "exercise", "VALUE_LEVEL", "filters_for"]
+
+#: Arrow's full validation also checks values that reading does not promise to validate
+#: (UTF-8 of strings, decimal precision, time-of-day range; neither does Arrow IPC).
+#: Structure (lengths, offsets, buffer sizes, indices) must hold.
+VALUE_LEVEL = ("Invalid UTF8 sequence", "does not fit in precision",
+               "is not within the acceptable range")
+
+
+def _check_arrow(a: Any) -> None:
+    chunks = a.chunks if isinstance(a, pa.ChunkedArray) else [a]
+    for c in chunks:
+        c.validate()
+        try:
+            c.validate(full=True)
+        except pa.ArrowInvalid as e:
+            if not any(v in str(e) for v in VALUE_LEVEL):
+                raise
+
+
+def filters_for(d: dt.DType) -> list[Any]:
+    """A few filters that type-check against ``d`` (struct streams), touching up to three
+    columns: comparisons, IN lists and null tests."""
+    if not isinstance(d, dt.Struct):
+        return []
+    out = []
+    for name, fd in list(zip(d.names, d.dtypes))[:3]:
+        c = col(name)
+        s = fd.storage if isinstance(fd, dt.Extension) else fd
+        if isinstance(fd, dt.Extension) and fd.is_temporal:
+            out.append(~c.is_null())
+        elif isinstance(s, dt.Primitive) and s.ptype.is_int:
+            out += [c > 3, c.is_in([0, 1, 2, 7]), (c == 5) | c.is_null()]
+        elif isinstance(s, dt.Primitive):
+            out += [c < 100.5, c.between(-1.0, 1e6)]
+        elif isinstance(s, dt.Utf8):
+            out += [c == "alpha", c.is_in(["beta", "v23"]), c >= "m"]
+        elif isinstance(s, dt.Bool):
+            out.append(c == True)  # noqa: E712  (an expression, not a test)
+        else:
+            out.append(c.is_null())
+    return out
+
+
+def exercise(data: bytes, *, limits: vio.ReaderLimits | None = None, scans: bool = True) -> None:
+    """Read and canonicalize everything in ``data``, raising whatever the reader raises."""
+    with vio.StreamReader(data, limits=limits) as r:
+        d = r.dtype
+        for b in r:
+            a = b.array
+            _check_arrow(a.to_arrow())
+            b.to_arrow()
+            n = len(a)
+            if n > 2:
+                _check_arrow(a.slice(1, n - 1).to_arrow())
+    if scans:
+        vio.scan(data, limits=limits).to_arrow()
+        for f in filters_for(d):
+            vio.scan(data, filter=f, limits=limits).to_arrow()
+
+
+def consume(data: bytes, *, limits: vio.ReaderLimits | None = None, scans: bool = True) -> str:
+    """``exercise(data)``: "ok" or the VortexIPCError class name (anything else raises)."""
+    try:
+        exercise(data, limits=limits, scans=scans)
+    except vio.VortexIPCError as e:
+        return type(e).__name__
+    return "ok"
