@@ -419,7 +419,7 @@ def _run(args: argparse.Namespace) -> int:
         res = con.sql(args.query)
         if res is None:
             return 0
-        print(format_table(res.fetch_arrow_table()))
+        print(format_table(res.to_arrow_table()))
         return 0
     raise UsageError(f"unknown command {args.cmd}")  # pragma: no cover
 
