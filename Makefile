@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench lint fuzz clean
+.PHONY: demo test bench bench-memory lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ test: $(STAMP) lint
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+bench-memory: $(STAMP)
+	$(PY) bench/bench_convert_memory.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
