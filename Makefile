@@ -19,7 +19,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check vortex_io tests bench
 
 test: $(STAMP) lint
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 tests --doctest-modules vortex_io
 
 bench: $(STAMP)
 	$(PY) bench/run.py
