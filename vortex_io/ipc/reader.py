@@ -79,6 +79,17 @@ def _check_stream_message(msg: Message) -> None:
                                    message_index=msg.index, offset=msg.offset)
 
 
+def _stream_header(first: Message | None, limits: ReaderLimits) -> tuple[dt.DType, Metadata]:
+    """(dtype, stream metadata) from a stream's first message, which must be a DType message."""
+    if first is None:
+        raise MalformedStreamError("the stream is empty: it has no DType message", offset=0)
+    if first.type != MessageType.DTYPE:
+        raise MalformedStreamError(
+            f"a stream must start with a DType message, not {first.type.name}",
+            message_index=first.index, offset=first.offset)
+    return first.dtype(limits), first.metadata
+
+
 class _Source:
     """Bytes in, for the decoder: whole buffers at once, or exact reads from a file."""
 
@@ -166,15 +177,9 @@ class StreamReader:
         self._dec = MessageDecoder(limits=self.limits)
         self._done = False
         try:
-            first = self._next_message()
-            if first is None:
-                raise MalformedStreamError("the stream is empty: it has no DType message", offset=0)
-            if first.type != MessageType.DTYPE:
-                raise MalformedStreamError(
-                    f"a stream must start with a DType message, not {first.type.name}",
-                    message_index=first.index, offset=first.offset)
-            self.dtype: dt.DType = first.dtype(self.limits)
-            self.metadata: Metadata = first.metadata
+            self.dtype: dt.DType
+            self.metadata: Metadata
+            self.dtype, self.metadata = _stream_header(self._next_message(), self.limits)
         except VortexIPCError as e:
             self._src.close()
             raise e.locate(source=self._src.name) from None
@@ -354,15 +359,7 @@ class AsyncStreamReader:
         """Read the DType message (done by ``async with``)."""
         if self.dtype is not None:
             return self
-        first = await self._next_message()
-        if first is None:
-            raise MalformedStreamError("the stream is empty: it has no DType message", offset=0)
-        if first.type != MessageType.DTYPE:
-            raise MalformedStreamError(
-                f"a stream must start with a DType message, not {first.type.name}",
-                message_index=first.index, offset=first.offset)
-        self.dtype = first.dtype(self.limits)
-        self.metadata = first.metadata
+        self.dtype, self.metadata = _stream_header(await self._next_message(), self.limits)
         return self
 
     async def read_next_batch(self) -> Batch | None:
