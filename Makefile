@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+FUZZ_STAMP := $(VENV)/.fuzz-stamp
+FUZZ_SECONDS ?= 600
+FUZZ_MUTATIONS ?= 10000
 
-.PHONY: demo test bench bench-memory lint clean
+.PHONY: demo test bench bench-memory lint fuzz fuzz-mutations clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +29,19 @@ bench: $(STAMP)
 
 bench-memory: $(STAMP)
 	$(PY) bench/bench_convert_memory.py
+
+$(FUZZ_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,fuzz]'
+	touch $(FUZZ_STAMP)
+
+# coverage-guided (atheris) run of the reader for FUZZ_SECONDS; see fuzz/README.md
+fuzz: $(FUZZ_STAMP)
+	$(PY) fuzz/seed_corpus.py fuzz/corpus
+	$(PY) fuzz/fuzz_reader.py fuzz/corpus -artifact_prefix=fuzz/ -max_total_time=$(FUZZ_SECONDS) -timeout=2 -rss_limit_mb=2048 -print_final_stats=1
+
+# FUZZ_MUTATIONS sandboxed mutants of every seed stream (the issue's 10,000-input run)
+fuzz-mutations: $(STAMP)
+	FUZZ_MUTATIONS=$(FUZZ_MUTATIONS) FUZZ_REPORT=fuzz/sweep-report.json $(PY) -m pytest -q -s tests/test_fuzz.py -k sweep
 
 clean:
 	rm -rf $(VENV) build *.egg-info
