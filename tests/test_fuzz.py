@@ -228,3 +228,23 @@ def test_regression_null_array_of_four_billion_rows():
     b.array.slice(1, 2**32 - 3).to_arrow()
     assert len(a) == 2**32 - 2 and a.null_count == 2**32 - 2
     assert time.perf_counter() - t0 < 0.2
+
+
+def test_regression_empty_constant_of_a_list_type():
+    """Found by atheris: a zero-row ``vortex.constant`` of a list (or fixed-size list) dtype
+    raised ``pyarrow.ArrowInvalid`` from ``pa.repeat`` in ``to_arrow()``."""
+    from tests.vx_util import our_array_stream
+    from vortex_io import dtype as dt
+    from vortex_io.encodings.constant import constant_array
+
+    for d, v, py in [(dt.List(dt.int32()), [1, 2], [1, 2]),
+                     (dt.FixedSizeList(dt.int8(), 2), [3, 4], [3, 4]),
+                     (dt.Struct(["l"], [dt.List(dt.Utf8())]), [["a"]], {"l": ["a"]})]:
+        data = our_array_stream(constant_array(v, 0, d))
+        assert consume(data) == "ok"
+        got = vio.read_ipc(data).to_arrow()
+        assert len(got) == 0 and got.type == d.to_arrow()
+        # and a constant sliced down to no rows
+        whole = vio.read_ipc(our_array_stream(constant_array(v, 4, d)))
+        assert whole.slice(2, 2).to_arrow().to_pylist() == []
+        assert whole.slice(1, 3).to_arrow().to_pylist() == [py, py]

@@ -237,23 +237,26 @@ def test_scan_passes_its_limits_to_decoding():
 # -- truncation ----------------------------------------------------------------------------------
 
 
-def _multi_message_stream() -> bytes:
+def _multi_message_stream(rows: int = 600, chunk: int = 150, wide: bool = True) -> bytes:
     rng = np.random.default_rng(3)
-    t = pa.table({
-        "i": rng.integers(0, 1000, 600),
-        "s": pa.array([["alpha", "beta", None, "gamma-long-string"][k] for k in rng.integers(0, 4, 600)]),
-        "f": np.round(rng.normal(10, 2, 600), 2),
-        "r": np.repeat(np.arange(12), 50),
-    })
+    cols = {
+        "i": rng.integers(0, 1000, rows),
+        "s": pa.array([["alpha", "beta", None, "gamma-long-string"][k]
+                       for k in rng.integers(0, 4, rows)]),
+    }
+    if wide:
+        cols["f"] = np.round(rng.normal(10, 2, rows), 2)
+        cols["r"] = np.repeat(np.arange(rows // 50), 50)
+    t = pa.table(cols)
     buf = io.BytesIO()
-    vio.write_ipc(buf, t, chunk_rows=150, metadata={"k": "v"})
+    vio.write_ipc(buf, t, chunk_rows=chunk, metadata={"k": "v"})
     return buf.getvalue()
 
 
 def test_every_cut_offset_is_detected_with_its_offset():
-    data = _multi_message_stream()
+    data = _multi_message_stream(90, 30, wide=False)  # small: every offset of it is cut
     parts = split_messages(data)
-    assert len(parts) == 5
+    assert len(parts) == 4
     assert {e for m in parts[1:] for e in _encodings(m, parts[0])} - {
         "vortex.struct", "vortex.primitive"}, "the stream should be compressed"
     bounds = np.cumsum([0] + [len(p) for p in parts])

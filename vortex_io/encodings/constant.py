@@ -52,7 +52,10 @@ class ConstantEncoding(Encoding):
             return pa.nulls(n, type=t)
         from ..arrow import python_value_to_arrow
 
-        return pa.repeat(python_value_to_arrow(arr.dtype, v, t), n)
+        scalar = python_value_to_arrow(arr.dtype, v, t)
+        if n == 0:  # pa.repeat(<list scalar>, 0) raises ArrowInvalid
+            return pa.array([], type=t)
+        return pa.repeat(scalar, n)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         a = Array(self, arr.dtype, stop - start, buffers=arr.buffers)
