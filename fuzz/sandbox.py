@@ -151,10 +151,9 @@ def _memory_error_in(e: BaseException) -> bool:
 
 
 def _worker(memory_limit: int, scans: bool) -> None:
+    import io
     import resource
     import traceback
-
-    import io
 
     import pyarrow as pa
 
