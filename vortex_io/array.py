@@ -440,6 +440,11 @@ class Encoding:
         encoded), or NotImplemented."""
         return NotImplemented
 
+    def validity(self, arr: Array) -> Any:
+        """Numpy bool mask, True where valid (None: all valid), read without decoding the
+        values where the encoding can; or NotImplemented (the kernels then decode)."""
+        return NotImplemented
+
     # -- display ---------------------------------------------------------------------
     def describe(self, arr: Array) -> str:
         return ""

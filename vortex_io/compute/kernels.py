@@ -30,7 +30,9 @@ from ..array import Array
 __all__ = [
     "Mask",
     "compare",
+    "compare_storage",
     "is_in",
+    "is_in_storage",
     "is_null",
     "filter",
     "take",
@@ -210,9 +212,9 @@ def _int_range_shortcut(ptype: dt.PType, value: Any, op: str) -> tuple[str, Any]
 
 
 def _validity_of(array: Array) -> np.ndarray | None:
-    if not array.dtype.nullable:
-        return None
-    return is_null_mask(array, invert=True)
+    from .numeric import validity
+
+    return validity(array)
 
 
 # -- kernels -----------------------------------------------------------------------------
@@ -220,11 +222,18 @@ def _validity_of(array: Array) -> np.ndarray | None:
 
 def compare(array: Array, value: Any, op: str) -> Mask:
     """``array <op> value`` with SQL null semantics; ``value`` is a Python literal."""
+    return compare_storage(array, coerce_literal(array.dtype, value), op)
+
+
+def compare_storage(array: Array, v: Any, op: str) -> Mask:
+    """``compare`` with a literal already in the storage domain of the array's dtype (what
+    ``coerce_literal`` returns): the entry point for kernels recursing into children."""
     n = len(array)
-    v = coerce_literal(array.dtype, value)
     s = _storage(array.dtype)
     if isinstance(s, dt.Primitive) and s.ptype.is_int:
         r = _int_range_shortcut(s.ptype, v, op)
+        if not isinstance(r, bool) and isinstance(v, float):
+            r = _int_range_shortcut(s.ptype, r[1], r[0])  # the rounded literal may be out of range
         if isinstance(r, bool):
             vals, _ = mask_const(n, r)
             valid = _validity_of(array)
@@ -254,6 +263,8 @@ def _arrow_literal(d: dt.DType, v: Any, t: Any) -> Any:
         return pa.scalar(v) if not isinstance(v, _decimal.Decimal) else _decimal_scalar(v, t)
     if isinstance(v, float) and pa.types.is_integer(t):
         return pa.scalar(v, pa.float64())
+    if isinstance(v, int) and pa.types.is_floating(t):
+        return pa.scalar(float(v), type=t)  # (Arrow refuses ints past the float's mantissa)
     return pa.scalar(v, type=t)
 
 
@@ -278,7 +289,11 @@ def _compare_fallback(array: Array, v: Any, op: str) -> Mask:
 
 def is_in(array: Array, values: Any) -> Mask:
     """``array IN values`` (nulls in ``values`` never match; a null row gives null)."""
-    vals = [coerce_literal(array.dtype, x) for x in values if x is not None]
+    return is_in_storage(array, [coerce_literal(array.dtype, x) for x in values if x is not None])
+
+
+def is_in_storage(array: Array, vals: list[Any]) -> Mask:
+    """``is_in`` with literals already in the storage domain (no nulls among them)."""
     if not vals:
         n = len(array)
         valid = _validity_of(array)
@@ -295,7 +310,17 @@ def is_in(array: Array, values: Any) -> Mask:
         info = np.iinfo(s.ptype.np_dtype)
         ints = [x for x in vals if isinstance(x, int) and info.min <= x <= info.max]
         vset = pa.array(ints, type=a.type)
+    elif isinstance(s, dt.Decimal):  # a literal the column cannot hold matches nothing
+        keep = []
+        for x in vals:
+            try:
+                keep.append(pa.scalar(x, type=a.type).as_py())
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+                pass
+        vset = pa.array(keep, type=a.type)
     else:
+        if isinstance(s, dt.Primitive):  # floats: int literals as floats (Arrow refuses wide ints)
+            vals = [float(x) if isinstance(x, int) else x for x in vals]
         try:
             vset = pa.array(vals, type=a.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -314,6 +339,11 @@ def is_null_mask(array: Array, *, invert: bool = False) -> np.ndarray:
     n = len(array)
     if not array.dtype.nullable:
         return np.full(n, invert, dtype=np.bool_)
+    r = array.vtable.validity(array)
+    if r is not NotImplemented:
+        if r is None:
+            return np.full(n, invert, dtype=np.bool_)
+        return r.copy() if invert else ~r
     enc = array.encoding
     if enc == "vortex.constant":
         from ..encodings.constant import constant_value

@@ -160,6 +160,154 @@ class ALPEncoding(Encoding):
                 patches = sl
         return alp_array(enc, m.e, m.f, patches, arr.dtype)
 
+    # -- compute kernels: compare in the encoded integer domain --------------------------
+    def _patch_rows(self, arr: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+        """(positions, values, validity or None) of the patches, or None without any."""
+        from ..compute.numeric import decoded, validity
+        from .primitive import primitive_values
+
+        m: ALPMeta = arr.meta
+        if m.patches is None or not m.patches.len:
+            return None
+        pos = strict_patch_positions(m.patches, arr.children[1], len(arr), "vortex.alp")
+        pv = decoded(arr.children[2])
+        if pv.encoding != "vortex.primitive" or pv.dtype.ptype != arr.dtype.ptype:
+            raise MalformedStreamError(f"vortex.alp patch values decode to {pv.dtype!r}")
+        return pos, primitive_values(pv)[0], validity(pv)
+
+    def validity(self, arr: Array) -> Any:
+        from ..compute.numeric import validity
+
+        base = validity(arr.children[0])
+        pr = self._patch_rows(arr)
+        if pr is None or pr[2] is None:
+            return base
+        out = np.ones(len(arr), dtype=np.bool_) if base is None else base.copy()
+        out[pr[0]] &= pr[2]
+        return out
+
+    def _thresholds(self, arr: Array, lit: Any) -> tuple[int, int] | None:
+        """(t1, t2): an encoded integer k decodes below ``lit`` iff ``k < t1``, and to at
+        most ``lit`` iff ``k < t2`` (decoding is monotonic); None when the search window
+        around the estimate does not settle it (the caller then falls back)."""
+        m: ALPMeta = arr.meta
+        p = arr.dtype.ptype
+        ip = _INT[p]
+        est = float(lit) * 10.0 ** (m.e - m.f)
+        lim = 2.0 ** (8 * ip.byte_width - 2)
+        if not -lim < est < lim:
+            return None
+        k = np.arange(round(est) - 4, round(est) + 5, dtype=ip.np_dtype)
+        d = alp_decode_values(k, p, m.e, m.f)
+        ge, gt = d >= lit, d > lit
+        if ge[0] or gt[0] or not ge[-1] or not gt[-1]:
+            return None
+        return int(k[int(np.argmax(ge))]), int(k[int(np.argmax(gt))])
+
+    def _encoded_compare(self, arr: Array, lit: Any, op: str) -> Any:
+        """The Mask of ``op`` on the non-patched rows, from the encoded child."""
+        from ..compute.kernels import compare_storage
+        from ..compute.numeric import broadcast, validity
+
+        child = arr.children[0]
+        x = float(lit)
+        if x != x:  # decoded values are finite: only != holds
+            return broadcast(len(arr), op == "neq", validity(child))
+        if x in (float("inf"), float("-inf")):
+            below = x > 0  # every value is below +inf
+            ans = {"eq": False, "neq": True, "lt": below, "lte": below, "gt": not below,
+                   "gte": not below}[op]
+            return broadcast(len(arr), ans, validity(child))
+        th = self._thresholds(arr, lit)
+        if th is None:
+            return None
+        t1, t2 = th
+        if op in ("lt", "gte"):
+            return compare_storage(child, t1, op if op == "lt" else "gte")
+        if op in ("lte", "gt"):
+            return compare_storage(child, t2, "lt" if op == "lte" else "gte")
+        if t2 == t1:
+            eq = broadcast(len(arr), False, validity(child))
+        elif t2 == t1 + 1:
+            eq = compare_storage(child, t1, "eq")
+        else:
+            a, va = compare_storage(child, t1, "gte")
+            b, _ = compare_storage(child, t2, "lt")
+            eq = a & b, va
+        if op == "eq":
+            return eq
+        v, valid = eq
+        return (~v if valid is None else ~v & valid), valid
+
+    def _with_patches(self, arr: Array, res: Any, patch_fn: Any) -> Any:
+        vals, valid = res
+        pr = self._patch_rows(arr)
+        if pr is None:
+            return vals, valid
+        pos, pvals, pvalid = pr
+        if not vals.flags.writeable:
+            vals = vals.copy()
+        pres = patch_fn(pvals)
+        if pvalid is not None:
+            valid = np.ones(len(arr), dtype=np.bool_) if valid is None else valid.copy()
+            valid[pos] &= pvalid
+        vals[pos] = pres if valid is None else pres & valid[pos]
+        return vals, valid
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.numeric import OPS, np_literal
+
+        lit = np_literal(arr.dtype.ptype, value)
+        if lit is None:
+            return NotImplemented
+        res = self._encoded_compare(arr, lit, op)
+        if res is None:
+            return NotImplemented
+        return self._with_patches(arr, res, lambda pv: OPS[op](pv, lit))
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        """Exactly encodable literals become encoded integers (matched bit for bit, as
+        Arrow's is_in does); the patches are matched on their own."""
+        from ..compute.kernels import is_in_storage
+        from ..compute.numeric import isin_values, np_literal
+
+        p = arr.dtype.ptype
+        m: ALPMeta = arr.meta
+        ut = _UINT[p]
+        ints: list[int] = []
+        for v in values:
+            lit = np_literal(p, v)
+            if lit is None:
+                return NotImplemented
+            if lit != lit or lit in (np.inf, -np.inf):
+                continue  # decoded values are finite: only patches can match
+            th = self._thresholds(arr, lit)
+            if th is None or th[1] - th[0] > 16:
+                return NotImplemented
+            ks = np.arange(th[0], th[1], dtype=_INT[p].np_dtype)
+            bits = alp_decode_values(ks, p, m.e, m.f).view(ut)
+            ints.extend(int(k) for k in ks[bits == np.array([lit]).view(ut)[0]])
+        res = is_in_storage(arr.children[0], ints)
+        return self._with_patches(arr, res, lambda pv: isin_values(pv, p, values))
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        """Takes the encoded child and the patches that fall on the taken rows."""
+        from ..compute.kernels import take
+
+        m: ALPMeta = arr.meta
+        idx = np.asarray(indices, dtype=np.int64)
+        enc = take(arr.children[0], idx)
+        patches = None
+        if m.patches is not None and m.patches.len and len(idx):
+            pos = strict_patch_positions(m.patches, arr.children[1], len(arr), "vortex.alp")
+            k = np.minimum(np.searchsorted(pos, idx), len(pos) - 1)
+            hit = pos[k] == idx
+            out_pos = np.flatnonzero(hit)
+            if len(out_pos):
+                raw, kids = make_patches(out_pos, take(arr.children[2], k[hit]))
+                patches = (PatchesMeta.decode(raw, "vortex.alp"), kids)
+        return alp_array(enc, m.e, m.f, patches, arr.dtype)
+
     def describe(self, arr: Array) -> str:
         m: ALPMeta = arr.meta
         return f"e={m.e}, f={m.f}" + (f", patches={m.patches.len}" if m.patches else "")

@@ -161,6 +161,78 @@ class BitPackedEncoding(Encoding):
         out._cache["meta"] = meta
         return out
 
+    # -- compute kernels: the bit width bounds the packed values -------------------------
+    def validity(self, arr: Array) -> Any:
+        return validity_mask(self._validity_child(arr), len(arr))
+
+    def _packed_max(self, arr: Array) -> int | None:
+        """Largest packed value (they are zero-extended), or None when a full-width signed
+        value may read negative."""
+        m: BitPackedMeta = arr.meta
+        p = arr.dtype.ptype
+        if m.bit_width < p.byte_width * 8 or p.is_unsigned:
+            return (1 << m.bit_width) - 1
+        return None
+
+    def _patches(self, arr: Array) -> tuple[np.ndarray, np.ndarray] | None:
+        """(positions in the node, their values) of the patches inside the node."""
+        from ..compute.numeric import decoded
+
+        m: BitPackedMeta = arr.meta
+        if m.patches is None or not m.patches.len:
+            return None
+        pos, sel = patch_positions(m.patches, arr.children[0], len(arr))
+        if not len(pos):
+            return None
+        pv = decoded(arr.children[1])
+        if pv.encoding != "vortex.primitive" or pv.dtype.ptype != arr.dtype.ptype:
+            raise MalformedStreamError(f"fastlanes.bitpacked: patch values decode to {pv.dtype!r}")
+        return pos, primitive_values(pv)[0][sel]
+
+    def int_bounds(self, arr: Array) -> tuple[int, int] | None:
+        hi = self._packed_max(arr)
+        if hi is None:
+            return None
+        lo = 0
+        pt = self._patches(arr)
+        if pt is not None:
+            lo, hi = min(lo, int(pt[1].min())), max(hi, int(pt[1].max()))
+        return lo, hi
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        """Literals outside ``[0, 2**bits)`` are answered without unpacking; otherwise the
+        values are unpacked once and compared; patches are compared on their own."""
+        from ..compute.numeric import OPS, bound_answer, np_literal, with_validity
+
+        lit = np_literal(arr.dtype.ptype, value)
+        if lit is None:
+            return NotImplemented
+        hi = self._packed_max(arr)
+        ans = None if hi is None else bound_answer(op, value, 0, hi)
+        n = len(arr)
+        vals = np.full(n, ans, dtype=np.bool_) if ans is not None else OPS[op](self.unpacked(arr), lit)
+        pt = self._patches(arr)
+        if pt is not None:
+            vals[pt[0]] = OPS[op](pt[1], lit)
+        return with_validity(vals, self.validity(arr))
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.numeric import isin_values, with_validity
+
+        p = arr.dtype.ptype
+        hi = self._packed_max(arr)
+        inside = [v for v in values if isinstance(v, int) and not isinstance(v, bool)
+                  and (hi is None or 0 <= v <= hi)]
+        n = len(arr)
+        vals = isin_values(self.unpacked(arr), p, inside) if inside else np.zeros(n, dtype=np.bool_)
+        pt = self._patches(arr)
+        if pt is not None:
+            vals[pt[0]] = isin_values(pt[1], p, values)
+        return with_validity(vals, self.validity(arr))
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        return bitpacked_take(arr, indices)
+
     def describe(self, arr: Array) -> str:
         m: BitPackedMeta = arr.meta
         s = f"bits={m.bit_width}"

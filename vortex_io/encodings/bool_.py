@@ -54,6 +54,37 @@ class BoolEncoding(Encoding):
         v = arr.children[0].slice(start, stop) if arr.children else None
         return bool_array_from_bits(buf, off & 7, stop - start, v, arr.dtype.nullable)
 
+    # -- compute kernels -------------------------------------------------------------
+    def validity(self, arr: Array) -> Any:
+        return validity_mask(arr.children[0] if arr.children else None, len(arr))
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.numeric import bool_compare, with_validity
+
+        if not isinstance(value, (bool, np.bool_)):
+            return NotImplemented
+        return with_validity(bool_compare(bool_values(arr), value, op), self.validity(arr))
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.numeric import with_validity
+
+        want = {bool(v) for v in values if isinstance(v, (bool, np.bool_))}
+        vals = bool_values(arr)
+        if want == {True, False}:
+            r = np.ones(len(arr), dtype=np.bool_)
+        elif want == {True}:
+            r = vals.copy()
+        elif want == {False}:
+            r = ~vals
+        else:
+            r = np.zeros(len(arr), dtype=np.bool_)
+        return with_validity(r, self.validity(arr))
+
+    def take(self, arr: Array, indices: np.ndarray) -> Any:
+        valid = self.validity(arr)
+        v = None if valid is None else bool_array(valid[indices])
+        return bool_array(bool_values(arr)[indices], v, arr.dtype.nullable)
+
     def describe(self, arr: Array) -> str:
         return f"offset={arr.meta}" if arr.meta else ""
 

@@ -62,6 +62,69 @@ class ChunkedEncoding(Encoding):
     def struct_field(self, arr: Array, name: str) -> Array:
         return chunked_array([c.field(name) for c in self.chunks(arr)], arr.dtype.field(name))
 
+    # -- compute kernels: chunk by chunk ---------------------------------------------
+    def _per_chunk(self, arr: Array, fn: Any) -> Any:
+        parts = [fn(c) for c in self.chunks(arr)]
+        if not parts:
+            return np.zeros(0, dtype=np.bool_), None
+        vals = np.concatenate([p[0] for p in parts])
+        if all(p[1] is None for p in parts):
+            return vals, None
+        valid = np.concatenate([np.ones(len(p[0]), dtype=np.bool_) if p[1] is None else p[1]
+                                for p in parts])
+        return vals, valid
+
+    def validity(self, arr: Array) -> Any:
+        from ..compute.numeric import validity
+
+        masks = [validity(c) for c in self.chunks(arr)]
+        if all(m is None for m in masks):
+            return None
+        return np.concatenate([np.ones(len(c), dtype=np.bool_) if m is None else m
+                               for c, m in zip(self.chunks(arr), masks)])
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.kernels import compare_storage
+
+        return self._per_chunk(arr, lambda c: compare_storage(c, value, op))
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.kernels import is_in_storage
+
+        return self._per_chunk(arr, lambda c: is_in_storage(c, values))
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        """Each chunk takes its own rows (kept encoded); unsorted indices are put back in
+        order by an Arrow take over the gathered rows only."""
+        import pyarrow as pa
+
+        from ..arrow import from_arrow
+        from ..compute.kernels import take
+        from ..compute.numeric import is_sorted
+
+        chunks = self.chunks(arr)
+        lens = np.array([len(c) for c in chunks], dtype=np.int64)
+        starts = np.concatenate(([0], np.cumsum(lens)))
+        idx = np.asarray(indices, dtype=np.int64)
+        ordered = is_sorted(idx)
+        order = None if ordered else np.argsort(idx, kind="stable")
+        sidx = idx if ordered else idx[order]
+        which = np.searchsorted(starts, sidx, side="right") - 1
+        bounds = np.searchsorted(which, np.arange(len(chunks) + 1), side="left")
+        out = []
+        for k, c in enumerate(chunks):
+            lo, hi = int(bounds[k]), int(bounds[k + 1])
+            if hi > lo:
+                out.append(take(c, sidx[lo:hi] - starts[k]))
+        res = chunked_array(out, arr.dtype)
+        if ordered:
+            return res
+        inv = np.empty(len(idx), dtype=np.int64)
+        inv[order] = np.arange(len(idx))
+        a = res.to_arrow()
+        a = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+        return from_arrow(a.take(pa.array(inv)), dtype=arr.dtype)
+
     def describe(self, arr: Array) -> str:
         return f"{len(arr.children) - 1} chunks"
 

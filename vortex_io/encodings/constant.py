@@ -63,6 +63,59 @@ class ConstantEncoding(Encoding):
             a._cache["value"] = arr._cache["value"]
         return a
 
+    # -- compute kernels -------------------------------------------------------------
+    def validity(self, arr: Any) -> Any:
+        import numpy as np
+
+        return np.zeros(len(arr), dtype=np.bool_) if constant_value(arr) is None else None
+
+    def _one(self, arr: Array) -> Array:
+        """The value as a one-row canonical array (kernel scratch)."""
+        one = Array(self, arr.dtype, 1, buffers=arr.buffers)
+        one._cache["value"] = constant_value(arr)
+        return self.canonicalize(one)
+
+    def _broadcast(self, arr: Array, res: Any) -> Any:
+        from ..compute.numeric import broadcast
+
+        vals, valid = res
+        if valid is not None and not valid[0]:
+            import numpy as np
+
+            n = len(arr)
+            return np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
+        return broadcast(len(arr), bool(vals[0]), None)
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.kernels import compare_storage, mask_const
+
+        if constant_value(arr) is None:
+            return mask_const(len(arr), None)
+        if len(arr) == 0:
+            return NotImplemented
+        return self._broadcast(arr, compare_storage(self._one(arr), value, op))
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.kernels import is_in_storage, mask_const
+
+        if constant_value(arr) is None:
+            return mask_const(len(arr), None)
+        if len(arr) == 0:
+            return NotImplemented
+        return self._broadcast(arr, is_in_storage(self._one(arr), values))
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        a = Array(self, arr.dtype, len(indices), buffers=arr.buffers)
+        if "value" in arr._cache:
+            a._cache["value"] = arr._cache["value"]
+        return a
+
+    def int_bounds(self, arr: Array) -> tuple[int, int] | None:
+        v = constant_value(arr)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v, v
+        return None
+
     def describe(self, arr: Array) -> str:
         try:
             r = repr(constant_value(arr))

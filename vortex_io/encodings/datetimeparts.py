@@ -13,7 +13,7 @@ an i64 ``vortex.primitive``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -95,6 +95,68 @@ class DateTimePartsEncoding(Encoding):
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         a = Array(self, arr.dtype, stop - start, metadata=arr.metadata,
                   children=[c.slice(start, stop) for c in arr.children])
+        a._cache["meta"] = arr.meta
+        return a
+
+    # -- compute kernels -------------------------------------------------------------
+    def validity(self, arr: Array) -> Any:
+        from ..compute.numeric import validity
+
+        return validity(arr.children[0])
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        """From the days part (its own kernels) and cheap bounds of the seconds and
+        subseconds: a row whose day puts every possible time of day below (above) the
+        literal is decided without reading its other parts; seconds and subseconds are
+        read only for the rows left (near the literal's day). Falls back when the bounds
+        are unknown, the values could wrap, or most rows are left undecided."""
+        from ..compute.kernels import compare_storage, take
+        from ..compute.numeric import OPS, int_bounds
+
+        if not isinstance(value, int) or isinstance(value, bool):
+            return NotImplemented
+        bounds = [int_bounds(c) for c in arr.children]
+        if any(b is None for b in bounds):
+            return NotImplemented
+        (dlo, dhi), (slo, shi), (ulo, uhi) = bounds  # type: ignore[misc]
+        d = _ticks(arr.dtype)
+        per_day = SECONDS_PER_DAY * d
+        tlo, thi = slo * d + ulo, shi * d + uhi
+        if not (-(2**63) <= dlo * per_day + tlo and dhi * per_day + thi < 2**63):
+            return NotImplemented  # i64 arithmetic could wrap: decode instead
+        n = len(arr)
+        days = arr.children[0]
+        # day < a: every value is below the literal; day > b: every value is above it
+        a, b = -((thi - value) // per_day), (value - tlo) // per_day
+        below, valid = compare_storage(days, a, "lt")
+        above = compare_storage(days, b, "gt")[0]
+        rest = ~(below | above)
+        if valid is not None:
+            rest &= valid
+        rows = np.flatnonzero(rest)
+        if 2 * len(rows) > n:
+            return NotImplemented
+        out = np.zeros(n, dtype=np.bool_)
+        if op in ("lt", "lte", "neq"):
+            out |= below
+        if op in ("gt", "gte", "neq"):
+            out |= above
+        if len(rows):
+            parts = [canonical_ints(take(c, rows), f"vortex.datetimeparts {nm}")
+                     for c, nm in zip(arr.children, ("days", "seconds", "subseconds"))]
+            with np.errstate(over="ignore"):
+                t = parts[0].astype(np.int64) * np.int64(per_day)
+                t += parts[1].astype(np.int64) * np.int64(d)
+                t += parts[2].astype(np.int64)
+            out[rows] = OPS[op](t, np.int64(value))
+        return out, valid
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        """Takes each part (each keeps its encoding)."""
+        from ..compute.kernels import take
+
+        a = Array(self, arr.dtype, len(indices), metadata=arr.metadata,
+                  children=[take(c, indices) for c in arr.children])
         a._cache["meta"] = arr.meta
         return a
 

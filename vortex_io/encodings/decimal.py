@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..array import Array, ArrayParts, Encoding, register_encoding, typed_view
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from ._common import arrow_validity, validity_spec
@@ -68,6 +68,68 @@ class DecimalEncoding(Encoding):
                   buffers=[arr.buffers[0][start * w : stop * w]], children=[v] if v is not None else [])
         return a
 
+    # -- compute kernels -------------------------------------------------------------
+    def validity(self, arr: Array) -> Any:
+        from ._common import validity_mask
+
+        return validity_mask(arr.children[0] if arr.children else None, len(arr))
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        """On the unscaled integers (widths up to 8 bytes; wider ones fall back)."""
+        from ..compute.kernels import _int_range_shortcut
+        from ..compute.numeric import OPS, broadcast, decimal_unscaled, with_validity
+
+        w = arr.meta
+        if w > 16:
+            return NotImplemented
+        r = decimal_unscaled(arr.dtype, value, op)
+        if r is None:
+            return NotImplemented
+        n = len(arr)
+        valid = self.validity(arr)
+        if isinstance(r, bool):
+            return broadcast(n, r, valid)
+        if w == 16:
+            return with_validity(_compare_i128(arr.buffers[0], n, r[1], r[0]), valid)
+        p = _INT_PTYPE[w]
+        r2 = _int_range_shortcut(p, r[1], r[0])
+        if isinstance(r2, bool):
+            return broadcast(n, r2, valid)
+        op2, iv = r2
+        vals = typed_buffer_raw(arr.buffers[0], w, n)
+        return with_validity(OPS[op2](vals, p.np_dtype.type(iv)), valid)
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.numeric import decimal_unscaled, isin_values, with_validity
+
+        w = arr.meta
+        if w > 16:
+            return NotImplemented  # (Arrow's is_in on i256 decimals)
+        ints = []
+        for v in values:
+            r = decimal_unscaled(arr.dtype, v, "eq")
+            if isinstance(r, tuple):
+                ints.append(r[1])
+        if w == 16:
+            if len(ints) > 16:
+                return NotImplemented
+            out = np.zeros(len(arr), dtype=np.bool_)
+            for x in dict.fromkeys(ints):
+                out |= _compare_i128(arr.buffers[0], len(arr), x, "eq")
+            return with_validity(out, self.validity(arr))
+        vals = typed_buffer_raw(arr.buffers[0], w, len(arr))
+        return with_validity(isin_values(vals, _INT_PTYPE[w], ints), self.validity(arr))
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        from .bool_ import bool_array
+
+        w = arr.meta
+        n = len(arr)
+        raw = arr.buffers[0][: n * w].reshape(n, w)[indices]
+        valid = self.validity(arr)
+        v = None if valid is None else bool_array(valid[indices])
+        return decimal_array(arr.dtype, np.ascontiguousarray(raw).reshape(-1), w, v)
+
     def describe(self, arr: Array) -> str:
         return f"i{8 * arr.meta}"
 
@@ -76,6 +138,27 @@ class DecimalEncoding(Encoding):
 
 
 DECIMAL = register_encoding(DecimalEncoding())
+
+
+_INT_PTYPE = {1: dt.PType.I8, 2: dt.PType.I16, 4: dt.PType.I32, 8: dt.PType.I64}
+
+
+def _compare_i128(buf: np.ndarray, n: int, value: int, op: str) -> np.ndarray:
+    """``x op value`` on n little-endian two's-complement 128-bit integers, as (signed
+    high word, unsigned low word) pairs."""
+    from ..compute.numeric import OPS, bound_answer
+
+    ans = bound_answer(op, value, -(2**127), 2**127 - 1)
+    if ans is not None and not -(2**127) <= value < 2**127:
+        return np.full(n, ans, dtype=np.bool_)
+    words = typed_view(buf, np.dtype("<u8"), 2 * n, "vortex.decimal").reshape(n, 2)
+    lo, hi = words[:, 0], words[:, 1].view(np.int64)
+    h, lw = np.int64(value >> 64), np.uint64(value & (2**64 - 1))
+    if op in ("eq", "neq"):
+        eq = (hi == h) & (lo == lw)
+        return eq if op == "eq" else ~eq
+    strict = {"lt": "lt", "lte": "lt", "gt": "gt", "gte": "gt"}[op]
+    return OPS[strict](hi, h) | ((hi == h) & OPS[op](lo, lw))
 
 
 def resize_decimal_words(buf: np.ndarray, n: int, width: int, target: int) -> np.ndarray:

@@ -11,7 +11,7 @@ Decoding: the msp values are the unscaled decimals; the canonical form is a
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -72,6 +72,42 @@ class DecimalBytePartsEncoding(Encoding):
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         a = Array(self, arr.dtype, stop - start, metadata=arr.metadata,
                   children=[arr.children[0].slice(start, stop)])
+        a._cache["meta"] = arr.meta
+        return a
+
+    # -- compute kernels: on the msp (the unscaled integers) ----------------------------
+    def validity(self, arr: Array) -> Any:
+        from ..compute.numeric import validity
+
+        return validity(arr.children[0])
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.kernels import compare_storage
+        from ..compute.numeric import broadcast, decimal_unscaled
+
+        r = decimal_unscaled(arr.dtype, value, op)
+        if r is None:
+            return NotImplemented
+        if isinstance(r, bool):
+            return broadcast(len(arr), r, self.validity(arr))
+        return compare_storage(arr.children[0], r[1], r[0])
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.kernels import is_in_storage
+        from ..compute.numeric import decimal_unscaled
+
+        ints = []
+        for v in values:
+            r = decimal_unscaled(arr.dtype, v, "eq")
+            if isinstance(r, tuple):
+                ints.append(r[1])
+        return is_in_storage(arr.children[0], ints)
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        from ..compute.kernels import take
+
+        a = Array(self, arr.dtype, len(indices), metadata=arr.metadata,
+                  children=[take(arr.children[0], indices)])
         a._cache["meta"] = arr.meta
         return a
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -71,6 +72,23 @@ def _lane_tables(w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     for t in tabs:
         t.flags.writeable = False
     return tabs[0], tabs[1], tabs[2], tabs[3]
+
+
+@cache
+def _row_tables(w: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Row r of every lane is the contiguous block ``blocks[r]`` of LANES values in a
+    chunk; ``at[i]``: where logical position i sits once the blocks are put in row order
+    (row * LANES + lane). None if the layout were not row-contiguous."""
+    nl = fl.lanes(w)
+    u = fl.unpack_index(w)
+    if not (u == u[:, :1] + np.arange(nl)).all() or (u[:, 0] % nl).any():
+        return None
+    _, _, _, oinv = _lane_tables(w)
+    lane, row = np.divmod(oinv, w)
+    blocks, at = (u[:, 0] // nl).astype(np.intp), (row * nl + lane).astype(np.intp)
+    blocks.flags.writeable = False
+    at.flags.writeable = False
+    return blocks, at
 
 
 class DeltaEncoding(Encoding):
@@ -142,6 +160,67 @@ class DeltaEncoding(Encoding):
         deltas = arr.children[1].slice(c0 * 1024, c1 * 1024)
         v = arr.children[2].slice(start, stop) if len(arr.children) > 2 else None
         return delta_array(bases, deltas, first % 1024, stop - start, arr.dtype, v)
+
+    # -- compute kernels -------------------------------------------------------------
+    def validity(self, arr: Array) -> Any:
+        from ._common import validity_mask
+
+        return validity_mask(arr.children[2] if len(arr.children) > 2 else None, len(arr))
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        """Decodes only the 1024-row chunks holding selected rows (their deltas read
+        straight from the packed buffer when few chunks are needed), as kernel scratch."""
+        from ..compute.kernels import take
+        from ..compute.numeric import decoded
+        from .bool_ import bool_array
+
+        m: DeltaMeta = arr.meta
+        p = arr.dtype.ptype
+        w = p.byte_width * 8
+        ut = fl.UNSIGNED[w]
+        nl = fl.lanes(w)
+        idx = np.asarray(indices, dtype=np.int64)
+        rows = idx + m.offset
+        valid = self.validity(arr)
+        vmask = None if valid is None else bool_array(valid[idx])
+        chunk = rows >> 10
+        first, last = m.offset >> 10, (m.offset + len(arr) + 1023) >> 10
+        need = np.zeros(last - first, dtype=np.bool_)
+        need[chunk - first] = True
+        uc = np.flatnonzero(need) + first
+        if 2 * len(uc) >= last - first:  # most chunks: unpack the node's range at once
+            uc = np.arange(first, last, dtype=np.int64)
+            dchild = arr.children[1].slice(first * 1024, last * 1024)
+            bchild = arr.children[0].slice(first * nl, last * nl)
+        else:
+            pos = (uc[:, None] * 1024 + np.arange(1024, dtype=np.int64)).reshape(-1)
+            dchild = take(arr.children[1], pos)
+            bpos = (uc[:, None] * nl + np.arange(nl, dtype=np.int64)).reshape(-1)
+            bchild = take(arr.children[0], bpos)
+        k = len(uc)
+        deltas, bases = decoded(dchild), decoded(bchild)
+        for what, c in (("bases", bases), ("deltas", deltas)):
+            if c.encoding != "vortex.primitive" or c.dtype.ptype != p:
+                raise MalformedStreamError(f"fastlanes.delta: {what} decoded to {c.dtype!r}")
+        deltas = primitive_values(deltas)[0].view(ut)
+        bases = primitive_values(bases)[0].view(ut)
+        tabs = _row_tables(w)
+        slot = np.searchsorted(uc, chunk) * 1024
+        if tabs is None:  # (every FastLanes width is row-contiguous: not reached)
+            tpos, _, _, oinv = _lane_tables(w)
+            lanes_ = deltas.reshape(k, 1024)[:, tpos].reshape(k, nl, w)
+            lanes_[:, :, 0] += bases.reshape(k, nl)
+            np.cumsum(lanes_, axis=2, dtype=ut, out=lanes_)
+            slot += oinv[rows & 1023]
+        else:
+            # rows as contiguous blocks of LANES values: running sums down the rows
+            blocks, at = tabs
+            lanes_ = np.take(deltas.reshape(k, w, nl), blocks, axis=1)
+            lanes_[:, 0, :] += bases.reshape(k, nl)
+            np.cumsum(lanes_, axis=1, dtype=ut, out=lanes_)
+            slot += at[rows & 1023]
+        return primitive_array(lanes_.reshape(-1)[slot].view(p.np_dtype), vmask,
+                               nullable=arr.dtype.nullable, ptype=p)
 
     def describe(self, arr: Array) -> str:
         return f"offset={arr.meta.offset}" if arr.meta.offset else ""

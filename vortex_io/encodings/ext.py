@@ -34,6 +34,27 @@ class ExtEncoding(Encoding):
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         return Array(self, arr.dtype, stop - start, children=[arr.children[0].slice(start, stop)])
 
+    # -- compute kernels: the storage child's -------------------------------------------
+    def validity(self, arr: Array) -> Any:
+        from ..compute.numeric import validity
+
+        return validity(arr.children[0])
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.kernels import compare_storage
+
+        return compare_storage(arr.children[0], value, op)
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.kernels import is_in_storage
+
+        return is_in_storage(arr.children[0], values)
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        from ..compute.kernels import take
+
+        return ext_array(arr.dtype, take(arr.children[0], indices))
+
     def child_names(self, arr: Array) -> list[str]:
         return ["storage"]
 

@@ -16,6 +16,8 @@ The addition wraps in the dtype's width (signed types add in their unsigned twin
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import dtype as dt
@@ -73,6 +75,66 @@ class FoREncoding(Encoding):
         if stop == start:  # vortex-data 0.93 panics on some empty encoded nodes
             return primitive_array(np.zeros(0, arr.dtype.ptype.np_dtype), nullable=arr.dtype.nullable)
         return for_array(arr.children[0].slice(start, stop), arr.meta, arr.dtype)
+
+    # -- compute kernels: translate the literal into the encoded domain -----------------
+    def validity(self, arr: Array) -> Any:
+        from ..compute.numeric import validity
+
+        return validity(arr.children[0])
+
+    def _encoded_bound(self, arr: Array) -> int | None:
+        """Largest encoded value when ``value = reference + encoded`` never wraps and the
+        encoded child reads the same signed or unsigned (so it can be compared directly);
+        None otherwise."""
+        from ..compute.numeric import int_bounds
+
+        b = int_bounds(arr.children[0])
+        if b is None or b[0] < 0:
+            return None
+        p = arr.dtype.ptype
+        hi = int(np.iinfo(p.np_dtype).max)
+        if arr.meta + b[1] > hi:
+            return None
+        return b[1]
+
+    def int_bounds(self, arr: Array) -> tuple[int, int] | None:
+        from ..compute.numeric import int_bounds
+
+        b = int_bounds(arr.children[0])
+        if b is None or self._encoded_bound(arr) is None:
+            return None
+        return arr.meta + b[0], arr.meta + b[1]
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.kernels import compare_storage
+        from ..compute.numeric import bound_answer, broadcast
+
+        if not isinstance(value, int) or isinstance(value, bool):
+            return NotImplemented
+        hi = self._encoded_bound(arr)
+        if hi is None:
+            return NotImplemented
+        t = value - arr.meta
+        ans = bound_answer(op, t, 0, hi)
+        if ans is not None:  # the bit width (or the data) answers it: nothing to decode
+            return broadcast(len(arr), ans, self.validity(arr))
+        return compare_storage(arr.children[0], t, op)
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.kernels import is_in_storage
+
+        hi = self._encoded_bound(arr)
+        if hi is None:
+            return NotImplemented
+        ts = [v - arr.meta for v in values if isinstance(v, int) and not isinstance(v, bool)]
+        return is_in_storage(arr.children[0], [t for t in ts if 0 <= t <= hi])
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        """Takes the encoded child (random access into bit-packed values); the reference
+        is added when the result is decoded."""
+        from ..compute.kernels import take
+
+        return for_array(take(arr.children[0], indices), arr.meta, arr.dtype)
 
     def describe(self, arr: Array) -> str:
         return f"reference={arr.meta}"

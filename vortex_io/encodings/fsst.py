@@ -27,7 +27,7 @@ and parses greedily (longest symbol first) with a vectorized parse, see ``_parse
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -370,6 +370,111 @@ class FSSTEncoding(Encoding):
         if "limits" in arr._cache:
             a._cache["limits"] = arr._cache["limits"]
         return a
+
+    # -- compute kernels -------------------------------------------------------------
+    def _scratch_parts(self, arr: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, Array | None]:
+        """(codes bytes, codes_offsets, uncompressed lengths, validity child), checked, the
+        integer children decoded as kernel scratch (three-buffer form only)."""
+        from ..compute.numeric import decoded_ints
+
+        n = len(arr)
+        codes, co_arr, ulen_arr, validity = self._parts(arr)
+        ulen = decoded_ints(ulen_arr, "vortex.fsst uncompressed lengths")
+        co = decoded_ints(co_arr, "vortex.fsst codes_offsets")
+        if len(ulen) != n or len(co) != n + 1:
+            raise MalformedStreamError("vortex.fsst children do not match the array length")
+        check_lengths(ulen, self.id)
+        check_window(co, codes.nbytes, self.id)
+        return codes, co, ulen, validity
+
+    def validity(self, arr: Array) -> Any:
+        from ._common import validity_mask
+
+        if len(arr.buffers) == 2:
+            return NotImplemented
+        return validity_mask(arr.children[2] if len(arr.children) > 2 else None, len(arr))
+
+    def _rows(self, arr: Array, parts: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Decode only ``rows``: (their bytes back to back, their lengths)."""
+        from ..compute.numeric import gather_ranges
+
+        codes, co, ulen, _ = parts
+        lens = ulen[rows].astype(np.int64)
+        total = int(lens.sum())
+        check_decoded_size(total, f"vortex.fsst take of {len(rows)} rows",
+                           arr._cache.get("limits", DEFAULT_LIMITS))
+        starts = co[rows].astype(np.int64)
+        pos = gather_ranges(starts, co[rows + 1].astype(np.int64) - starts)
+        sym, slen = self.symbol_table(arr)
+        return fsst_decompress(sym, slen, codes[pos], total), lens
+
+    def equal_mask(self, arr: Array, needle: bytes, parts: Any = None) -> np.ndarray:
+        """Rows equal to ``needle`` (nulls not applied). Only rows of the needle's length
+        are candidates; those whose codes equal the needle compressed with the array's
+        symbol table match without decoding, and the other candidates (a writer may parse
+        differently) are decoded and compared."""
+        from ..compute.numeric import bytes_equal_at
+
+        parts = parts if parts is not None else self._scratch_parts(arr)
+        codes, co, ulen, _ = parts
+        out = np.zeros(len(arr), dtype=np.bool_)
+        cand = np.flatnonzero(ulen == len(needle))
+        if len(cand) == 0:
+            return out
+        if len(needle) == 0:
+            out[cand] = True
+            return out
+        sym, slen = self.symbol_table(arr)
+        ncodes, _ = fsst_compress(SymbolTable(np.asarray(sym, dtype=_U64), np.asarray(slen)),
+                                  np.frombuffer(needle, dtype=np.uint8),
+                                  np.array([0, len(needle)], dtype=np.int64))
+        clen = co[cand + 1].astype(np.int64) - co[cand]
+        same = clen == len(ncodes)
+        quick = cand[same]
+        ok = bytes_equal_at(codes, co[quick], ncodes.tobytes())
+        out[quick[ok]] = True
+        rest = np.concatenate((cand[~same], quick[~ok]))
+        if len(rest):
+            rest.sort()
+            data, _ = self._rows(arr, parts, rest)
+            starts = np.arange(len(rest), dtype=np.int64) * len(needle)
+            out[rest[bytes_equal_at(data, starts, needle)]] = True
+        return out
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.numeric import needle_bytes, with_validity
+
+        b = needle_bytes(value)
+        if op not in ("eq", "neq") or b is None or len(arr.buffers) == 2:
+            return NotImplemented
+        eq = self.equal_mask(arr, b)
+        return with_validity(eq if op == "eq" else ~eq, self.validity(arr))
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.numeric import needle_bytes, with_validity
+
+        bs = [needle_bytes(v) for v in values]
+        if len(bs) > 16 or any(b is None for b in bs) or len(arr.buffers) == 2:
+            return NotImplemented
+        parts = self._scratch_parts(arr)
+        out = np.zeros(len(arr), dtype=np.bool_)
+        for b in dict.fromkeys(bs):
+            out |= self.equal_mask(arr, b, parts)  # type: ignore[arg-type]
+        return with_validity(out, self.validity(arr))
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        """Decodes only the taken rows (their code ranges are gathered first)."""
+        from ..compute.kernels import take
+        from .varbin import varbin_array
+
+        if len(arr.buffers) == 2:
+            return NotImplemented
+        idx = np.asarray(indices, dtype=np.int64)
+        parts = self._scratch_parts(arr)
+        data, lens = self._rows(arr, parts, idx)
+        v = parts[3]
+        return varbin_array(arr.dtype, offsets_from_lengths(lens), data,
+                            None if v is None else take(v, idx))
 
     def describe(self, arr: Array) -> str:
         codes = f", codes={arr.buffers[2].nbytes} B" if len(arr.buffers) == 3 else ", legacy"

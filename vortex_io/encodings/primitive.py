@@ -52,6 +52,37 @@ class PrimitiveEncoding(Encoding):
         return Array(self, arr.dtype, stop - start, buffers=[arr.buffers[0][start * w : stop * w]],
                      children=[v] if v is not None else [])
 
+    # -- compute kernels -------------------------------------------------------------
+    def validity(self, arr: Array) -> Any:
+        return validity_mask(arr.children[0] if arr.children else None, len(arr))
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.numeric import compare_values, with_validity
+
+        r = compare_values(primitive_raw(arr), arr.dtype.ptype, value, op)
+        if r is None:
+            return NotImplemented
+        return with_validity(r, self.validity(arr))
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.numeric import isin_values, with_validity
+
+        return with_validity(isin_values(primitive_raw(arr), arr.dtype.ptype, values),
+                             self.validity(arr))
+
+    def take(self, arr: Array, indices: np.ndarray) -> Any:
+        from .bool_ import bool_array
+
+        vals, valid = primitive_values(arr)
+        v = None if valid is None else bool_array(valid[indices])
+        return primitive_array(vals[indices], v, nullable=arr.dtype.nullable, ptype=arr.dtype.ptype)
+
+    def int_bounds(self, arr: Array) -> tuple[int, int] | None:
+        if not arr.dtype.ptype.is_int:
+            return None
+        vals = primitive_raw(arr)
+        return int(vals.min()), int(vals.max())
+
     def child_names(self, arr: Array) -> list[str]:
         return ["validity"]
 

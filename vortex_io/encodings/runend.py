@@ -127,6 +127,59 @@ class RunEndEncoding(Encoding):
         a._cache["meta"] = meta
         return a
 
+    # -- compute kernels: evaluate per run, then expand -----------------------------------
+    def _expand(self, arr: Array, fn: Any) -> Any:
+        lo, hi, counts = self.run_counts(arr)
+        if hi == lo:
+            return np.zeros(0, dtype=np.bool_), None
+        vals, valid = fn(arr.children[1].slice(lo, hi))
+        return np.repeat(vals, counts), None if valid is None else np.repeat(valid, counts)
+
+    def validity(self, arr: Array) -> Any:
+        from ..compute.numeric import validity
+
+        lo, hi, counts = self.run_counts(arr)
+        if hi == lo:
+            return None
+        v = validity(arr.children[1].slice(lo, hi))
+        return None if v is None else np.repeat(v, counts)
+
+    def int_bounds(self, arr: Array) -> tuple[int, int] | None:
+        from ..compute.numeric import int_bounds
+
+        return int_bounds(arr.children[1])
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.kernels import compare_storage
+
+        return self._expand(arr, lambda v: compare_storage(v, value, op))
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.kernels import is_in_storage
+
+        return self._expand(arr, lambda v: is_in_storage(v, values))
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        """The run of each index by binary search on the ends; sorted indices give a
+        run-end array again (one run per distinct run hit), others the taken values."""
+        from ..compute.kernels import take
+        from ..compute.numeric import is_sorted
+        from .primitive import primitive_array
+
+        self.run_counts(arr)  # validates the ends against the node
+        m: RunEndMeta = arr.meta
+        idx = np.asarray(indices, dtype=np.int64)
+        ends = canonical_ints(arr.children[0], "vortex.runend ends").astype(np.int64, copy=False)
+        runs = np.searchsorted(ends, idx + m.offset, side="right")
+        if not is_sorted(idx) or len(idx) == 0:
+            return take(arr.children[1], runs)
+        change = np.flatnonzero(runs[1:] != runs[:-1]) + 1
+        first = np.concatenate(([0], change))
+        new_ends = np.append(change, len(idx))
+        ep = narrowest_uint(len(idx))
+        return runend_array(primitive_array(new_ends.astype(ep.np_dtype)),
+                            take(arr.children[1], runs[first]), len(idx))
+
     def describe(self, arr: Array) -> str:
         m: RunEndMeta = arr.meta
         return f"runs={m.num_runs}, ends={m.ends_ptype.short}" + (f", offset={m.offset}" if m.offset else "")

@@ -109,6 +109,64 @@ class SequenceEncoding(Encoding):
             return arr.canonical().slice(0, 0)
         return sequence_array(m.base + start * m.multiplier, m.multiplier, stop - start, arr.dtype)
 
+    # -- compute kernels: arithmetic ---------------------------------------------------
+    def validity(self, arr: Array) -> Any:
+        return None
+
+    def int_bounds(self, arr: Array) -> tuple[int, int] | None:
+        m: SequenceMeta = arr.meta
+        last = m.base + (len(arr) - 1) * m.multiplier
+        return min(m.base, last), max(m.base, last)
+
+    def _index_range(self, arr: Array, value: int, op: str) -> tuple[int, int, bool]:
+        """Rows ``[a, b)`` where ``base + i * multiplier op value`` holds (``inside``
+        True), or where it fails (``inside`` False: neq, and the mirrored ops)."""
+        from ..compute.numeric import FLIP
+
+        m: SequenceMeta = arr.meta
+        n = len(arr)
+        base, mult, v = m.base, m.multiplier, int(value)
+        if mult < 0:  # mirror: -x is increasing; x op v <=> -x FLIP[op] -v
+            base, mult, v, op = -base, -mult, -v, FLIP[op]
+        if mult == 0:
+            from ..compute.numeric import py_compare
+
+            return (0, n, True) if py_compare(base, v, op) else (0, 0, True)
+        # values are increasing: the first row >= v and the first row > v
+        ge = min(max(-((base - v) // mult), 0), n)  # ceil((v - base) / mult)
+        gt = min(max((v - base) // mult + 1, 0), n)
+        return {"lt": (0, ge, True), "lte": (0, gt, True), "gt": (gt, n, True),
+                "gte": (ge, n, True), "eq": (ge, gt, True), "neq": (ge, gt, False)}[op]
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        if not isinstance(value, int) or isinstance(value, bool):
+            return NotImplemented
+        a, b, inside = self._index_range(arr, value, op)
+        out = np.full(len(arr), not inside, dtype=np.bool_)
+        out[a:b] = inside
+        return out, None
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        out = np.zeros(len(arr), dtype=np.bool_)
+        for v in dict.fromkeys(values):
+            if isinstance(v, int) and not isinstance(v, bool):
+                a, b, _ = self._index_range(arr, v, "eq")
+                out[a:b] = True
+        return out, None
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        from .primitive import primitive_array
+
+        m: SequenceMeta = arr.meta
+        p = arr.dtype.ptype
+        t = p.np_dtype.type
+        # validated: no value overflows, so wrapping arithmetic in the type is exact
+        out = np.asarray(indices).astype(p.np_dtype)
+        with np.errstate(over="ignore"):
+            out *= t(m.multiplier)
+            out += t(m.base)
+        return primitive_array(out, nullable=arr.dtype.nullable, ptype=p)
+
     def describe(self, arr: Array) -> str:
         m: SequenceMeta = arr.meta
         return f"base={m.base}, multiplier={m.multiplier}"

@@ -150,6 +150,72 @@ class SparseEncoding(Encoding):
         a._cache["meta"] = m
         return a
 
+    # -- compute kernels: the fill value once, the patches on their own ------------------
+    def _positions(self, arr: Array) -> np.ndarray:
+        return strict_patch_positions(arr.meta, arr.children[0], len(arr), "vortex.sparse")
+
+    def _combine(self, arr: Array, fill_res: Any, patch_res: Any) -> Any:
+        """Rows get the fill's (one-row) result, patched rows their own."""
+        n = len(arr)
+        fv, fvalid = fill_res
+        pv, pvalid = patch_res
+        pos = self._positions(arr)
+        fill_ok = fvalid is None or bool(fvalid[0])
+        vals = np.full(n, bool(fv[0]) and fill_ok, dtype=np.bool_)
+        vals[pos] = pv
+        if fill_ok and pvalid is None:
+            return vals, None
+        valid = np.full(n, fill_ok, dtype=np.bool_)
+        valid[pos] = True if pvalid is None else pvalid
+        return vals, valid
+
+    def validity(self, arr: Array) -> Any:
+        from ..compute.numeric import validity
+
+        fill_ok = sparse_fill_value(arr) is not None
+        pvalid = validity(arr.children[1])
+        if fill_ok and pvalid is None:
+            return None
+        valid = np.full(len(arr), fill_ok, dtype=np.bool_)
+        valid[self._positions(arr)] = True if pvalid is None else pvalid
+        return valid
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.kernels import compare_storage
+        from .constant import constant_array
+
+        fill = constant_array(sparse_fill_value(arr), 1, arr.dtype)
+        return self._combine(arr, compare_storage(fill, value, op),
+                             compare_storage(arr.children[1], value, op))
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.kernels import is_in_storage
+        from .constant import constant_array
+
+        fill = constant_array(sparse_fill_value(arr), 1, arr.dtype)
+        return self._combine(arr, is_in_storage(fill, values),
+                             is_in_storage(arr.children[1], values))
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        """Patch lookup by binary search: the result is sparse again (or constant)."""
+        from ..compute.kernels import take
+        from .constant import constant_array
+        from .primitive import primitive_array
+
+        idx = np.asarray(indices, dtype=np.int64)
+        pos = self._positions(arr)
+        fill = sparse_fill_value(arr)
+        if len(pos) == 0 or len(idx) == 0:
+            return constant_array(fill, len(idx), arr.dtype)
+        k = np.minimum(np.searchsorted(pos, idx), len(pos) - 1)
+        hit = pos[k] == idx
+        out_pos = np.flatnonzero(hit)
+        if len(out_pos) == 0:
+            return constant_array(fill, len(idx), arr.dtype)
+        ip = narrowest_uint(int(out_pos[-1]))
+        return sparse_array(primitive_array(out_pos.astype(ip.np_dtype)),
+                            take(arr.children[1], k[hit]), len(idx), fill, arr.dtype)
+
     def describe(self, arr: Array) -> str:
         return f"patches={arr.meta.len}, fill={sparse_fill_value(arr)!r}"
 

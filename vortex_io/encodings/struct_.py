@@ -60,6 +60,20 @@ class StructEncoding(Encoding):
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         return Array(self, arr.dtype, stop - start, children=[c.slice(start, stop) for c in arr.children])
 
+    # -- compute kernels -------------------------------------------------------------
+    def validity(self, arr: Array) -> Any:
+        from ._common import validity_mask
+
+        return validity_mask(self.split(arr)[0], len(arr))
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        """Every field (and the validity) taken on its own, keeping their encodings."""
+        from ..compute.kernels import take
+
+        v, fields = self.split(arr)
+        return struct_array(arr.dtype, len(indices), [take(f, indices) for f in fields],
+                            None if v is None else take(v, indices))
+
     def child_names(self, arr: Array) -> list[str]:
         v, _ = self.split(arr)
         return (["validity"] if v is not None else []) + list(arr.dtype.names)

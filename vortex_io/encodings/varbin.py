@@ -84,6 +84,49 @@ class VarBinEncoding(Encoding):
         return Array(self, arr.dtype, stop - start, metadata=arr.metadata, buffers=arr.buffers,
                      children=[arr.children[0].slice(start, stop + 1), *([v] if v else [])])
 
+    # -- compute kernels -------------------------------------------------------------
+    def validity(self, arr: Array) -> Any:
+        from ._common import validity_mask
+
+        return validity_mask(arr.children[1] if len(arr.children) > 1 else None, len(arr))
+
+    def equal_mask(self, arr: Array, needle: bytes) -> np.ndarray:
+        """Rows whose bytes equal ``needle`` (nulls not applied): a length filter, then the
+        bytes of the rows of the right length."""
+        from ..compute.numeric import bytes_equal_at
+
+        offs = self.offsets(arr)
+        out = np.zeros(len(arr), dtype=np.bool_)
+        cand = np.flatnonzero((offs[1:] - offs[:-1]) == len(needle))
+        if len(cand):
+            out[cand[bytes_equal_at(arr.buffers[0], offs[:-1][cand], needle)]] = True
+        return out
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.numeric import needle_bytes, with_validity
+
+        b = needle_bytes(value)
+        if op not in ("eq", "neq") or b is None:
+            return NotImplemented
+        eq = self.equal_mask(arr, b)
+        return with_validity(eq if op == "eq" else ~eq, self.validity(arr))
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.numeric import needle_bytes, with_validity
+
+        bs = [needle_bytes(v) for v in values]
+        if len(bs) > 16 or any(b is None for b in bs):
+            return NotImplemented
+        out = np.zeros(len(arr), dtype=np.bool_)
+        for b in dict.fromkeys(bs):
+            out |= self.equal_mask(arr, b)  # type: ignore[arg-type]
+        return with_validity(out, self.validity(arr))
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        from .dict_ import take_canonical
+
+        return take_canonical(arr, np.asarray(indices, dtype=np.int64))
+
     def describe(self, arr: Array) -> str:
         return f"offsets={arr.meta.short}"
 

@@ -81,6 +81,67 @@ class VarBinViewEncoding(Encoding):
                      buffers=[*arr.buffers[:-1], arr.buffers[-1][16 * start : 16 * stop]],
                      children=[v] if v is not None else [])
 
+    # -- compute kernels -------------------------------------------------------------
+    def validity(self, arr: Array) -> Any:
+        from ._common import validity_mask
+
+        return validity_mask(arr.children[0] if arr.children else None, len(arr))
+
+    def equal_mask(self, arr: Array, needle: bytes) -> np.ndarray:
+        """Rows whose bytes equal ``needle`` (nulls not applied), from the views: length,
+        then inline bytes or prefix and the referenced data."""
+        from ..compute.numeric import bytes_equal_at
+
+        views = self.views(arr)
+        n, m = len(arr), len(needle)
+        out = np.zeros(n, dtype=np.bool_)
+        cand = np.flatnonzero(views[:, 0] == m)
+        if len(cand) == 0:
+            return out
+        raw = views.view(np.uint8).reshape(n, 16)
+        nd = np.frombuffer(needle, dtype=np.uint8)
+        if m <= 12:
+            out[cand[(raw[cand, 4 : 4 + m] == nd).all(axis=1)]] = True
+            return out
+        cand = cand[(raw[cand, 4:8] == nd[:4]).all(axis=1)]
+        buf = views[cand, 2]
+        for b in np.unique(buf):
+            sel = cand[buf == b]
+            ok = bytes_equal_at(arr.buffers[int(b)], views[sel, 3], needle)
+            out[sel[ok]] = True
+        return out
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.numeric import needle_bytes, with_validity
+
+        b = needle_bytes(value)
+        if op not in ("eq", "neq") or b is None:
+            return NotImplemented
+        eq = self.equal_mask(arr, b)
+        return with_validity(eq if op == "eq" else ~eq, self.validity(arr))
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.numeric import needle_bytes, with_validity
+
+        bs = [needle_bytes(v) for v in values]
+        if len(bs) > 16 or any(b is None for b in bs):
+            return NotImplemented
+        out = np.zeros(len(arr), dtype=np.bool_)
+        for b in dict.fromkeys(bs):
+            out |= self.equal_mask(arr, b)  # type: ignore[arg-type]
+        return with_validity(out, self.validity(arr))
+
+    def take(self, arr: Array, indices: Any) -> Any:
+        """Gathers the 16-byte views; the data buffers are shared."""
+        from .bool_ import bool_array
+
+        views = self.views(arr)[indices]
+        valid = self.validity(arr)
+        v = None if valid is None else bool_array(valid[indices])
+        out = varbinview_array(arr.dtype, np.ascontiguousarray(views), list(arr.buffers[:-1]), v)
+        out._cache["views"] = views
+        return out
+
     def describe(self, arr: Array) -> str:
         return f"{len(arr.buffers) - 1} data buffers"
 
