@@ -129,6 +129,7 @@ def test_stress_eight_threads_scanning_one_file(stream_file, expected):
         assert got.equals(expected[name]), (t, i, name)
 
     counts = _run_threads(8, STRESS_SECONDS, work)
+    print(f"\nstress: {sum(counts)} scans in {STRESS_SECONDS:g} s by 8 threads {counts}")
     assert min(counts) >= 1, counts
     assert sum(counts) >= len(FILTERS)
 

@@ -210,6 +210,11 @@ def test_arrays_carry_the_limits_they_were_read_with():
     # reading is lazy and cheap; decoding 50 x 10 KB = 500 KB is over this reader's limit
     with pytest.raises(vio.LimitExceededError, match="over the limit of 100000"):
         b.array.to_arrow()
+    # slices keep them (scan slices batches for offset/limit)
+    assert limits_of(b.array.slice(0, 40)) is lim
+    with pytest.raises(vio.LimitExceededError, match="over the limit of 100000"):
+        b.array.slice(0, 40).to_arrow()
+    assert b.array.slice(0, 5).to_arrow().to_pylist() == ["x" * 10_000] * 5
     # the same stream under the default limits decodes
     assert vio.read_ipc(_dict_of_long_strings(50, 10_000)).to_pylist() == ["x" * 10_000] * 50
     assert limits_of(vio.array([1, 2])) == vio.ReaderLimits()  # built in memory: defaults
@@ -231,6 +236,8 @@ def test_scan_passes_its_limits_to_decoding():
     data = _dict_of_long_strings(50, 10_000)
     with pytest.raises(vio.LimitExceededError):
         vio.scan(data, limits=vio.ReaderLimits(max_decoded_bytes=100_000)).to_arrow()
+    with pytest.raises(vio.LimitExceededError):
+        vio.scan(data, limit=40, limits=vio.ReaderLimits(max_decoded_bytes=100_000)).to_arrow()
     assert vio.scan(data).to_arrow().num_rows == 50
 
 

@@ -273,7 +273,11 @@ class Array:
         stop = max(start, stop)
         if start == 0 and stop == self._len:
             return self
-        return self._enc.slice(self, start, stop)
+        out = self._enc.slice(self, start, stop)
+        lim = self._cache.get("limits")
+        if lim is not None:  # a slice decodes under the limits its array was read with
+            out._cache.setdefault("limits", lim)
+        return out
 
     # -- display ---------------------------------------------------------------------
     def tree(self, indent: str = "") -> str:
