@@ -55,6 +55,14 @@ def compute_stats(a: Array) -> ArrayStats | None:
         lo, hi = float(lo), float(hi)
     full = ArrayStats.of(s, min=lo, max=hi, null_count=nulls, nan_count=st.nan_count)
     full.is_constant = bool(nulls == 0 and lo == hi and not st.nan_count)
+    if nulls == 0 and isinstance(s, dt.Primitive) and s.ptype.is_int and len(arr) > 1:
+        vals = np.asarray(arr.to_numpy(zero_copy_only=False))
+        if full.is_constant:
+            full.is_sorted, full.is_strict_sorted = True, False
+        else:
+            steps = vals[1:] >= vals[:-1]
+            full.is_sorted = bool(steps.all())
+            full.is_strict_sorted = bool(full.is_sorted and (vals[1:] > vals[:-1]).all())
     return full
 
 
