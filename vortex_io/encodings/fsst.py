@@ -779,6 +779,19 @@ def _sample(data: np.ndarray, offsets: np.ndarray, target: int, max_row: int
     return data[idx], new
 
 
+def _count_tokens(keys: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (key, length) pairs of candidate tokens and their counts (in no
+    particular order). A key of fewer than 8 bytes leaves its top byte zero, so its length
+    fits there and one fast u64 ``np.unique`` counts them; 8-byte keys are counted apart."""
+    short = lens < 8
+    packed = keys[short] | (lens[short].astype(_U64) << _U64(61))
+    u1, c1 = np.unique(packed, return_counts=True)
+    u2, c2 = np.unique(keys[~short], return_counts=True)
+    uk = np.concatenate((u1 & _U64((1 << 61) - 1), u2))
+    ul = np.concatenate(((u1 >> _U64(61)).astype(np.int64), np.full(len(u2), 8, np.int64)))
+    return uk, ul, np.concatenate((c1, c2))
+
+
 def fsst_train(data: np.ndarray, offsets: np.ndarray, *, rounds: int = 5,
                sample_bytes: int = 1 << 15) -> SymbolTable:
     """Train a symbol table on a deterministic sample of the rows.
@@ -810,12 +823,7 @@ def fsst_train(data: np.ndarray, offsets: np.ndarray, *, rounds: int = 5,
         pl = tl[a] + tl[a + 1]
         ck = np.concatenate((tk, pk))
         cl = np.concatenate((tl, pl))
-        pair = np.empty((len(ck), 2), dtype=_U64)
-        pair[:, 0] = ck
-        pair[:, 1] = cl.astype(_U64)
-        uniq, counts = np.unique(pair.view([("k", _U64), ("l", _U64)]).reshape(-1),
-                                 return_counts=True)
-        uk, ul = uniq["k"], uniq["l"].astype(np.int64)
+        uk, ul, counts = _count_tokens(ck, cl)
         gain = counts.astype(np.int64) * np.where(ul == 1, 8, ul)
         order = np.lexsort((uk, ul, -gain))
         uk, ul = uk[order], ul[order]
