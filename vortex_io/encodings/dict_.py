@@ -391,6 +391,9 @@ def _arrow_gather(values: Array, idx: np.ndarray, valid: np.ndarray | None,
     a = values.to_arrow()
     if isinstance(a, pa.ChunkedArray):
         a = a.combine_chunks()
+    if pa.types.is_string_view(a.type) or pa.types.is_binary_view(a.type):
+        # string_view output was asked for, but Arrow has no take kernel for view types
+        a = a.cast(pa.string() if pa.types.is_string_view(a.type) else pa.binary())
     if pa.types.is_string(a.type) or pa.types.is_binary(a.type):
         lens = np.diff(np.frombuffer(a.buffers()[1], dtype=np.int32)[a.offset : a.offset + len(a) + 1])
         bound = len(idx) * (int(lens.max()) if len(lens) else 0)
