@@ -25,10 +25,18 @@ def squash(a):
 
 
 def values(a: pa.Array) -> list:
+    """Python values, NaN comparable; temporal values as their integer storage (Python's
+    datetime cannot hold every timestamp)."""
     def norm(v):
         return ("NaN",) if isinstance(v, float) and v != v else v
 
-    return [norm(v) for v in squash(a).to_pylist()]
+    a = squash(a)
+    t = a.type
+    if pa.types.is_timestamp(t) or pa.types.is_date64(t) or pa.types.is_time64(t):
+        a = a.view(pa.int64())
+    elif pa.types.is_date32(t) or pa.types.is_time32(t):
+        a = a.view(pa.int32())
+    return [norm(v) for v in a.to_pylist()]
 
 
 def check_round_trip(src: pa.Array, options: CompressOptions = STRICT) -> vio.Array:

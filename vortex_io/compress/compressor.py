@@ -1,8 +1,31 @@
-"""The sampling compressor: per chunk and per column, estimate candidate encodings on a
-sample, pick the smallest, encode the whole column with it, and cascade into its children.
+"""The sampling compressor: per chunk and per column, estimate candidate encodings, pick the
+smallest, encode the whole column with it, and cascade into its children.
 
-Selection is deterministic: the sample is a fixed set of evenly spaced row slices, and ties
-go to the earlier candidate. Every scheme produces arrays vortex-data 0.93 decodes.
+How a column is compressed (``_Compressor._choose``):
+
+1. **Facts** (``_Facts``) about the whole chunk, computed lazily and once: validity, min /
+   max, the number of runs, the sorted values (distinct count, most frequent value), how
+   often the values step down, a deterministic sample (``sample_slices`` evenly spaced runs
+   of ``slice_rows`` rows) and, for strings, the dictionary when the sample says it may pay.
+2. **Exact schemes** first: constant and sequence are taken as soon as they apply.
+3. **Trials**: every other scheme that applies estimates the bytes of the whole chunk
+   (headers included, roughly). Cheap schemes estimate from the facts of the whole chunk
+   (bit-length histograms for bit-packing / FoR / zigzag / delta, the distinct count and
+   runs for dictionary / run-end / sparse), expensive ones (ALP, ALP-RD, FSST) encode the
+   sample and scale. The children a scheme produces are estimated with ``_int_cost`` (the
+   cheapest of FoR / bit-packing / zigzag / run-end / dictionary / delta from histograms and
+   counts; nothing is packed), not searched: the search stays linear.
+4. The smallest estimate wins (ties: the earlier scheme); the chunk is encoded with it and
+   its children are compressed the same way (bounded depth; a child never uses its
+   parent's scheme, and nothing below a dictionary is dictionary-encoded again). Validity
+   children are compressed too (constant, sparse or run-end booleans).
+
+A ``CompressSession`` keeps the encoding tree chosen for each column (with the parameters
+worth reusing: FSST symbol tables, ALP exponents) and replays it on the stream's later
+chunks, searching again only when the replay compresses noticeably worse.
+
+Selection is deterministic: no randomness, the sample is fixed, ties go to the earlier
+candidate. Every scheme produces arrays vortex-data 0.93 decodes.
 
 >>> import numpy as np, vortex_io as vio
 >>> from vortex_io.compress import compress_array
@@ -16,6 +39,7 @@ from __future__ import annotations
 import decimal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -28,6 +52,11 @@ _EXACT = decimal.Context(prec=200)  # decimals have at most 76 digits: no roundi
 __all__ = ["CompressOptions", "CompressSession", "Scheme", "SCHEMES", "compress_array",
            "scheme_names"]
 
+#: rough wire cost of one array node (flatbuffer node, buffer descriptors, padding)
+_NODE = 24
+
+_DICT = "vortex.dict"
+
 
 @dataclass(frozen=True)
 class CompressOptions:
@@ -37,7 +66,7 @@ class CompressOptions:
         max_depth: how many levels of cascading below a column (children of children...).
         sample_slices, slice_rows: the sample is ``sample_slices`` evenly spaced runs of
             ``slice_rows`` rows (the whole column when it is no larger).
-        min_gain: a scheme must make the sample at most this fraction of the canonical size.
+        min_gain: a scheme must make the column at most this fraction of the canonical size.
         allow: when set, only these encoding IDs may be chosen (canonical ones always may).
         exclude: encoding IDs never chosen.
         strict: raise when a scheme fails instead of skipping it (for tests).
@@ -57,77 +86,322 @@ class CompressOptions:
         return self.allow is None or encoding_id in self.allow
 
 
+# -- size estimates ---------------------------------------------------------------------------
+
+
+def _bits(x: int) -> int:
+    return int(x).bit_length()
+
+
+def _padded(n: int) -> int:
+    """Rows bit-packing stores: whole 1024-value chunks."""
+    return -(-n // 1024) * 1024
+
+
+def _index_width(n: int) -> int:
+    return 1 if n <= 1 << 8 else 2 if n <= 1 << 16 else 4
+
+
+def _unsigned(v: np.ndarray) -> np.ndarray:
+    return v.view(np.dtype(f"<u{v.dtype.itemsize}"))
+
+
+def _packed(u: np.ndarray, n_rows: int) -> float:
+    """Bytes of bit-packing unsigned ``u`` (the valid values of ``n_rows`` slots) at the
+    width vortex-data's cost model picks, patches (index + value) included."""
+    from ..encodings.bitpacked import best_bit_width, bit_length_histogram
+
+    if len(u) == 0:
+        return 0.0
+    w = u.dtype.itemsize
+    hist = bit_length_histogram(u)
+    bw = best_bit_width(hist, w)
+    exc = int(hist[bw + 1:].sum())
+    return _padded(n_rows) * bw / 8 + exc * (w + _index_width(n_rows)) + (2 * _NODE if exc else 0)
+
+
+def _delta_bases(n: int, width: int, span: int) -> float:
+    """Bytes of the bases of a delta encoding: one per lane per 1024 rows."""
+    nb = (_padded(n) // 1024) * (1024 // (8 * width))
+    return min(nb * width, _padded(nb) * max(_bits(span), 1) / 8 + _NODE)
+
+
+def _codes_cost(distinct: int, n: int, runs: int) -> float:
+    """Dictionary codes: bit-packed at the width of ``distinct - 1``, or run-end encoded
+    when the codes come in long runs."""
+    cw = _bits(max(distinct - 1, 0))
+    best = _padded(n) * cw / 8 + _NODE
+    if runs * 4 <= n:
+        best = min(best, runs * (_bits(n) + cw) / 8 + 4 * _NODE)
+    return best
+
+
+def _int_cost(v: np.ndarray, n_rows: int | None = None, nulls: int = 0, *,
+              dict_: bool = True) -> float:
+    """Estimated bytes of an integer child holding the valid values ``v`` in ``n_rows``
+    slots: the cheapest of constant, FoR / bit-packing (with patches), zigzag, run-end,
+    delta (sorted values) and dictionary codes, from histograms and counts."""
+    m = len(v)
+    n_rows = m + nulls if n_rows is None else n_rows
+    validity = (n_rows + 7) // 8 if nulls else 0
+    if m == 0:
+        return _NODE
+    lo, hi = v.min(), v.max()
+    if lo == hi:
+        return _NODE + validity
+    span = int(hi) - int(lo)
+    best = min(float(n_rows * v.dtype.itemsize), _packed(_unsigned(v - lo), n_rows) + 2 * _NODE)
+    if v.dtype.kind == "i" and lo < 0:
+        from ..encodings.zigzag import zigzag_encode_values
+
+        best = min(best, _packed(zigzag_encode_values(v), n_rows) + 2 * _NODE)
+    if m >= 16:
+        step = v[1:] != v[:-1]
+        runs = 1 + int(np.count_nonzero(step))
+        if runs * 4 <= m:
+            best = min(best, runs * (_bits(n_rows) + _bits(span)) / 8 + 4 * _NODE)
+        if bool((v[1:] >= v[:-1]).all()):
+            d = _unsigned(np.diff(v))
+            best = min(best, _packed(d, n_rows) + _delta_bases(n_rows, v.dtype.itemsize, span) + 4 * _NODE)
+        if dict_ and m >= 512 and _bits(span) > 4:
+            s = np.sort(v)
+            distinct = 1 + int(np.count_nonzero(s[1:] != s[:-1]))
+            if distinct * 2 <= m:
+                best = min(best, _codes_cost(distinct, n_rows, runs)
+                           + distinct * _bits(span) / 8 + 4 * _NODE)
+    return best + validity
+
+
+# -- facts about one array ----------------------------------------------------------------------
+
+
+def _kind(d: dt.DType) -> str:
+    if isinstance(d, dt.Primitive):
+        return "int" if d.ptype.is_int else "float"
+    if isinstance(d, (dt.Utf8, dt.Binary)):
+        return "str"
+    if isinstance(d, dt.Bool):
+        return "bool"
+    if isinstance(d, dt.Decimal):
+        return "decimal"
+    if isinstance(d, dt.Extension):
+        return "ext"
+    return "other"
+
+
+def _sample_rows(n: int, opts: CompressOptions) -> np.ndarray | None:
+    """Row indices of the sample (``None``: the whole array is the sample)."""
+    k = opts.slice_rows
+    if n <= opts.sample_slices * k:
+        return None
+    starts = np.linspace(0, n - k, opts.sample_slices).astype(np.int64)
+    return (starts[:, None] + np.arange(k, dtype=np.int64)).ravel()
+
+
+class _Facts:
+    """Facts about a canonical array (the whole chunk), each computed once when first used."""
+
+    def __init__(self, a: Array, opts: CompressOptions) -> None:
+        self.a = a
+        self.n = len(a)
+        self.opts = opts
+        self.kind = _kind(a.dtype)
+
+    # -- primitive and bool values ------------------------------------------------------
+    @cached_property
+    def _values(self) -> tuple[np.ndarray, np.ndarray | None]:
+        if self.kind == "bool":
+            from ..encodings._common import validity_mask
+            from ..encodings.bool_ import bool_values
+
+            c = self.a
+            return bool_values(c).view(np.uint8), validity_mask(c.children[0] if c.children else None, self.n)
+        from ..encodings.primitive import primitive_values
+
+        vals, mask = primitive_values(self.a)
+        if mask is not None and mask.all():
+            mask = None
+        return vals, mask
+
+    @property
+    def mask(self) -> np.ndarray | None:
+        return self._values[1]
+
+    @cached_property
+    def key(self) -> np.ndarray:
+        """The values as comparable integers (floats by bit pattern), nulls as 0."""
+        vals, mask = self._values
+        k = _unsigned(vals) if self.kind == "float" else vals
+        if mask is not None:
+            k = np.where(mask, k, k.dtype.type(0))
+        return k
+
+    @cached_property
+    def vkey(self) -> np.ndarray:
+        """The keys of the valid rows."""
+        mask = self.mask
+        return self.key if mask is None else self.key[mask]
+
+    @cached_property
+    def nulls(self) -> int:
+        if self.kind in ("int", "float", "bool"):
+            mask = self.mask
+            return 0 if mask is None else int(self.n - np.count_nonzero(mask))
+        if self.kind == "str":
+            return int(self.arrow.null_count)
+        return 0
+
+    @property
+    def validity_bytes(self) -> int:
+        return (self.n + 7) // 8 if self.nulls else 0
+
+    @cached_property
+    def lo(self) -> Any:
+        return self.vkey.min() if len(self.vkey) else None
+
+    @cached_property
+    def hi(self) -> Any:
+        return self.vkey.max() if len(self.vkey) else None
+
+    @cached_property
+    def run_starts(self) -> np.ndarray:
+        """Rows where a run of equal values (or of nulls) starts, row 0 excluded."""
+        k = self.key
+        change = k[1:] != k[:-1]
+        if self.mask is not None:
+            change |= self.mask[1:] != self.mask[:-1]
+        return np.flatnonzero(change) + 1
+
+    @property
+    def runs(self) -> int:
+        return len(self.run_starts) + 1 if self.n else 0
+
+    @cached_property
+    def sorted_keys(self) -> np.ndarray:
+        return np.sort(self.vkey)
+
+    @cached_property
+    def _groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """(first index of each distinct value in ``sorted_keys``, count of each)."""
+        s = self.sorted_keys
+        if len(s) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        firsts = np.concatenate(([0], np.flatnonzero(s[1:] != s[:-1]) + 1))
+        counts = np.diff(np.append(firsts, len(s)))
+        return firsts, counts
+
+    @property
+    def distinct(self) -> int:
+        return len(self._groups[0])
+
+    @cached_property
+    def top(self) -> tuple[Any, int]:
+        """(most frequent valid key, its count)."""
+        firsts, counts = self._groups
+        if len(counts) == 0:
+            return None, 0
+        j = int(np.argmax(counts))
+        return self.sorted_keys[firsts[j]], int(counts[j])
+
+    @cached_property
+    def down_steps(self) -> int:
+        """How many times the valid values step down (0: sorted ascending)."""
+        v = self.vkey
+        return int(np.count_nonzero(v[1:] < v[:-1])) if len(v) > 1 else 0
+
+    # -- strings --------------------------------------------------------------------------
+    @cached_property
+    def arrow(self) -> Any:
+        import pyarrow as pa
+
+        arr = self.a.to_arrow()
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        return arr
+
+    @cached_property
+    def string_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        from ..encodings.fsst import string_parts
+
+        return string_parts(self.a)
+
+    @cached_property
+    def sample_idx(self) -> np.ndarray | None:
+        return _sample_rows(self.n, self.opts)
+
+    @cached_property
+    def sample(self) -> Array:
+        """The sample as an array of the same dtype (the array itself when small)."""
+        idx = self.sample_idx
+        if idx is None:
+            return self.a
+        if self.kind in ("int", "float"):
+            from ..encodings.dict_ import _with_validity
+            from ..encodings.primitive import primitive_array
+
+            vals, mask = self._values
+            sm = None if mask is None else mask[idx]
+            return primitive_array(vals[idx], _with_validity(sm), nullable=self.a.dtype.nullable,
+                                   ptype=self.a.dtype.ptype)
+        import pyarrow as pa
+
+        from ..arrow import from_arrow
+
+        return from_arrow(self.arrow.take(pa.array(idx)), dtype=self.a.dtype)
+
+    @cached_property
+    def sample_distinct_frac(self) -> float:
+        import pyarrow.compute as pc
+
+        s = self.arrow if self.sample_idx is None else self.sample.to_arrow()
+        return int(pc.count_distinct(s, mode="all").as_py()) / max(len(s), 1)
+
+    @cached_property
+    def string_dict(self) -> Any:
+        """The whole chunk dictionary-encoded by Arrow (nulls as a value), or None when the
+        sample shows almost no repetition."""
+        import pyarrow as pa
+
+        if self.sample_idx is not None and self.sample_distinct_frac > 0.95:
+            return None
+        arr = self.arrow
+        if pa.types.is_string_view(arr.type) or pa.types.is_binary_view(arr.type):
+            arr = arr.cast(pa.large_string() if pa.types.is_string_view(arr.type) else pa.large_binary())
+        return arr.dictionary_encode(null_encoding="encode")
+
+
+# -- schemes ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Trial:
+    """A scheme's estimated bytes for the whole array and how to build it."""
+
+    size: float
+    build: Callable[[], Array | None]
+    params: Any = None
+
+
 @dataclass(frozen=True)
 class Scheme:
-    """One way to encode an array: ``encode(array, ctx)`` returns the encoded array (its
-    children get compressed by the cascade) or None when it does not apply."""
+    """One way to encode an array.
+
+    ``kinds`` are the value kinds it applies to (int, float, str, bool, decimal, ext);
+    ``trial(facts, compressor)`` estimates the whole array's bytes (None: does not apply);
+    ``encode(array, params)`` encodes the top level (its children get compressed by the
+    cascade), with the parameters a trial found (or None: find them), or returns None.
+    ``exact`` schemes are taken as soon as they apply (constant, sequence)."""
 
     id: str
-    applies: Callable[[Array, dict[str, Any]], bool]
-    encode: Callable[[Array, dict[str, Any]], Array | None]
-    cascade: bool = True  # compress the children of the result
-    exact_check: bool = False  # result is exact and final when it applies (constant, sequence)
-    children_skip: tuple[int, ...] = field(default=())  # child indices left as they are
+    kinds: frozenset[str]
+    trial: Callable[[_Facts, Any], _Trial | None]
+    encode: Callable[[Array, Any], Array | None]
+    cascade: bool = True
+    exact: bool = False
+    children_skip: tuple[int, ...] = field(default=())
 
 
-# -- statistics used to gate schemes (computed on the sample) ---------------------------------
-
-
-def _is_int(a: Array) -> bool:
-    return isinstance(a.dtype, dt.Primitive) and a.dtype.ptype.is_int
-
-
-def _is_float(a: Array) -> bool:
-    return isinstance(a.dtype, dt.Primitive) and a.dtype.ptype.is_float
-
-
-def _is_string(a: Array) -> bool:
-    return isinstance(a.dtype, (dt.Utf8, dt.Binary))
-
-
-def _sample_stats(a: Array) -> dict[str, Any]:
-    """Cheap facts about a (sample) array that gate schemes."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    arr = a.to_arrow()
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    n = len(arr)
-    st: dict[str, Any] = {"n": n, "nulls": arr.null_count}
-    if n == 0:
-        return st
-    if _is_int(a) or _is_float(a) or _is_string(a):
-        valid = arr.drop_null() if arr.null_count else arr
-        if _is_float(a):
-            valid = valid.view(pa.int64() if a.dtype.ptype == dt.PType.F64 else
-                               pa.int32() if a.dtype.ptype == dt.PType.F32 else pa.int16())
-        vc = pc.value_counts(valid) if len(valid) else None
-        st["distinct"] = len(vc) if vc is not None else 0
-        if vc is not None and len(vc):
-            st["top_frac"] = int(pc.max(vc.field("counts")).as_py()) / n
-        # average run length over consecutive equal values (nulls break runs)
-        if len(valid) > 1:
-            eq = pc.equal(valid.slice(1), valid.slice(0, len(valid) - 1))
-            same = int(pc.sum(eq).as_py() or 0)
-            st["avg_run"] = len(valid) / max(1, len(valid) - same)
-        else:
-            st["avg_run"] = 1.0
-    if _is_int(a) and n - arr.null_count > 0:
-        mm = pc.min_max(arr)
-        st["min"], st["max"] = mm["min"].as_py(), mm["max"].as_py()
-    if _is_int(a) and n - arr.null_count > 1:
-        vals = arr.drop_null().to_numpy()
-        d = np.diff(vals.astype(np.int64)) if vals.dtype.itemsize < 8 or vals.dtype.kind == "i" \
-            else np.diff(vals.view(np.int64))
-        st["sorted"] = bool((d >= 0).all())
-    return st
-
-
-# -- schemes ----------------------------------------------------------------------------------
-
-
-def _constant(a: Array, st: dict[str, Any]) -> Array | None:
+def _constant(a: Array, params: Any = None) -> Array | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -138,7 +412,7 @@ def _constant(a: Array, st: dict[str, Any]) -> Array | None:
     if n == 0:
         return None
     known = a._stats.is_constant if a._stats is not None else None
-    if known is False:
+    if known is False and a._stats.null_count != n:
         return None
     if a.encoding == "vortex.primitive":
         from ..encodings.primitive import primitive_values
@@ -172,65 +446,217 @@ def _constant(a: Array, st: dict[str, Any]) -> Array | None:
     return constant_array(v, n, a.dtype)
 
 
-def _sequence(a: Array, st: dict[str, Any]) -> Array | None:
+def _t_constant(f: _Facts, comp: Any) -> _Trial | None:
+    if f.kind in ("int", "float", "bool"):
+        if f.nulls == f.n:
+            pass
+        elif f.nulls or not (f.key == f.key[0]).all():
+            return None
+    elif f.kind == "str":
+        if f.nulls != f.n and f.sample_distinct_frac * max(len(f.sample), 1) > 1:
+            return None
+    r = _constant(f.a)
+    return None if r is None else _Trial(0, lambda: r)
+
+
+def _sequence(a: Array, params: Any = None) -> Array | None:
     from ..encodings.sequence import sequence_encode
 
-    if a.dtype.nullable and st.get("nulls", 0):
+    if not _is_int(a):
         return None
     return sequence_encode(a)
 
 
-def _for(a: Array, st: dict[str, Any]) -> Array | None:
-    from ..encodings.for_ import for_encode
+def _t_sequence(f: _Facts, comp: Any) -> _Trial | None:
+    if f.nulls or f.n < 2:
+        return None
+    k = f.key
+    step = int(k[1]) - int(k[0])
+    if step == 0 or int(k[-1]) - int(k[0]) != step * (f.n - 1):
+        return None
+    r = _sequence(f.a)
+    return None if r is None else _Trial(0, lambda: r)
 
-    if st.get("min", 1) == 0:
-        return None  # reference 0: plain bit-packing is the same thing
-    return for_encode(a, bitpack=False)
+
+def _is_int(a: Array) -> bool:
+    return isinstance(a.dtype, dt.Primitive) and a.dtype.ptype.is_int
 
 
-def _bitpack(a: Array, st: dict[str, Any]) -> Array | None:
+def _bitpack(a: Array, params: Any = None) -> Array | None:
     from ..encodings.bitpacked import bitpack
+    from ..encodings.primitive import primitive_values
 
     if a.dtype.ptype.is_signed_int:
-        vals = a.to_arrow().drop_null().to_numpy()
-        if len(vals) and vals.min() < 0:
+        vals, mask = primitive_values(a)
+        v = vals if mask is None else vals[mask]
+        if len(v) and v.min() < 0:
             return None
     return bitpack(a)
 
 
-def _delta(a: Array, st: dict[str, Any]) -> Array | None:
+def _t_bitpack(f: _Facts, comp: Any) -> _Trial | None:
+    if f.lo is None or f.lo < 0:
+        return None
+    size = _packed(_unsigned(f.vkey), f.n) + f.validity_bytes + _NODE
+    return _Trial(size, lambda: _bitpack(f.a))
+
+
+def _for(a: Array, params: Any = None) -> Array | None:
+    from ..encodings.for_ import for_encode
+
+    return for_encode(a, bitpack=False)
+
+
+def _t_for(f: _Facts, comp: Any) -> _Trial | None:
+    if f.lo is None or f.lo == 0:
+        return None  # reference 0: plain bit-packing is the same thing
+    size = _packed(_unsigned(f.vkey - f.lo), f.n) + f.validity_bytes + 2 * _NODE
+    return _Trial(size, lambda: _for(f.a))
+
+
+def _zigzag(a: Array, params: Any = None) -> Array | None:
+    from ..encodings.zigzag import zigzag_encode
+
+    if not a.dtype.ptype.is_signed_int:
+        return None
+    return zigzag_encode(a)
+
+
+def _t_zigzag(f: _Facts, comp: Any) -> _Trial | None:
+    from ..encodings.zigzag import zigzag_encode_values
+
+    if f.lo is None or f.vkey.dtype.kind != "i" or f.lo >= 0:
+        return None
+    size = _packed(zigzag_encode_values(f.vkey), f.n) + f.validity_bytes + 2 * _NODE
+    return _Trial(size, lambda: _zigzag(f.a))
+
+
+def _delta(a: Array, params: Any = None) -> Array | None:
     from ..encodings.delta import delta_encode
 
     return delta_encode(a, bitpack=False)
 
 
-def _dict(a: Array, st: dict[str, Any]) -> Array | None:
+def _t_delta(f: _Facts, comp: Any) -> _Trial | None:
+    v = f.vkey
+    m = len(v)
+    if m < 64 or f.down_steps * 50 > m:
+        return None  # not (nearly) sorted
+    d = np.diff(v)  # wrapping, as the encoding does
+    bases = _delta_bases(f.n, v.dtype.itemsize, int(f.hi) - int(f.lo))
+    size = _int_cost(d, f.n, dict_=False) + bases + f.validity_bytes + 3 * _NODE
+    return _Trial(size, lambda: _delta(f.a))
+
+
+def _dict(a: Array, params: Any = None) -> Array | None:
     from ..encodings.dict_ import dict_encode
 
     return dict_encode(a)
 
 
-def _runend(a: Array, st: dict[str, Any]) -> Array | None:
+def _t_dict(f: _Facts, comp: Any) -> _Trial | None:
+    if f.kind == "str":
+        return _t_dict_str(f)
+    m = len(f.vkey)
+    if m == 0 or f.distinct * 2 > m:
+        return None
+    d = f.distinct
+    if f.kind == "int":
+        firsts, _ = f._groups
+        values = _int_cost(f.sorted_keys[firsts], d, dict_=False)
+    else:
+        values = d * f.vkey.dtype.itemsize + _NODE
+    size = _codes_cost(d, f.n, f.runs) + values + f.validity_bytes + 2 * _NODE
+    return _Trial(size, lambda: _dict(f.a))
+
+
+def _t_dict_str(f: _Facts) -> _Trial | None:
+    enc = f.string_dict
+    if enc is None:
+        return None
+    d = len(enc.dictionary)
+    if d * 2 > f.n:
+        return None
+    idx = np.asarray(enc.indices)
+    runs = 1 + int(np.count_nonzero(idx[1:] != idx[:-1])) if len(idx) else 0
+    vals = enc.dictionary
+    data_bytes = vals.buffers()[2].size if vals.buffers()[2] is not None else 0
+    values = data_bytes + d * 1.5 + 3 * _NODE
+    size = _codes_cost(d, f.n, runs) + values + 2 * _NODE
+    return _Trial(size, lambda: _dict(f.a))
+
+
+def _runend(a: Array, params: Any = None) -> Array | None:
     from ..encodings.runend import runend_encode
 
     return runend_encode(a)
 
 
-def _sparse(a: Array, st: dict[str, Any]) -> Array | None:
+def _t_runend(f: _Facts, comp: Any) -> _Trial | None:
+    r = f.runs
+    if r * 4 > f.n:
+        return None
+    starts = np.concatenate(([0], f.run_starts))
+    ends = r * _bits(f.n) / 8 + 2 * _NODE
+    if f.kind == "int":
+        rv = f.key[starts]
+        rmask = None if f.mask is None else f.mask[starts]
+        values = _int_cost(rv if rmask is None else rv[rmask], r, 0 if rmask is None else r - int(rmask.sum()))
+    else:
+        values = r * f.key.dtype.itemsize + (r + 7) // 8 * (f.nulls > 0) + _NODE
+    return _Trial(ends + values + _NODE, lambda: _runend(f.a))
+
+
+def _sparse(a: Array, params: Any = None) -> Array | None:
     from ..encodings.sparse import sparse_encode
 
     return sparse_encode(a)
 
 
-def _alp(a: Array, st: dict[str, Any]) -> Array | None:
+def _t_sparse(f: _Facts, comp: Any) -> _Trial | None:
+    top, count = f.top
+    fill = max(count, f.nulls)
+    e = f.n - fill
+    if e * 5 > f.n * 2:
+        return None
+    idx = e * _bits(f.n) / 8 + 2 * _NODE
+    if f.kind == "int" and e:
+        vals = f.vkey[f.vkey != top] if count >= f.nulls else f.vkey
+        values = _int_cost(vals, e, e - len(vals))
+    else:
+        values = e * f.key.dtype.itemsize + _NODE
+    return _Trial(idx + values + 2 * _NODE, lambda: _sparse(f.a))
+
+
+def _alp(a: Array, params: Any = None) -> Array | None:
     from ..encodings.alp import alp_encode
 
     if a.dtype.ptype == dt.PType.F16:
         return None
-    return alp_encode(a)
+    return alp_encode(a, params)
 
 
-def _alprd(a: Array, st: dict[str, Any]) -> Array | None:
+def _t_alp(f: _Facts, comp: Any) -> _Trial | None:
+    from ..encodings.primitive import primitive_values
+
+    if f.a.dtype.ptype == dt.PType.F16 or f.nulls == f.n:
+        return None
+    s = f.sample
+    r = _alp(s)
+    if r is None:
+        return None
+    m = r.meta
+    vals, mask = primitive_values(r.children[0])
+    ns = len(s)
+    size = _int_cost(vals if mask is None else vals[mask], ns, 0 if mask is None else ns - int(mask.sum()))
+    if m.patches is not None:
+        size += m.patches.len * (f.key.dtype.itemsize + _index_width(f.n)) + 2 * _NODE
+    size = size * f.n / max(ns, 1) + _NODE
+    exps = (m.e, m.f)
+    return _Trial(size, lambda: _alp(f.a, exps), exps)
+
+
+def _alprd(a: Array, params: Any = None) -> Array | None:
     from ..encodings.alprd import alprd_encode
 
     if a.dtype.ptype == dt.PType.F16:
@@ -238,25 +664,73 @@ def _alprd(a: Array, st: dict[str, Any]) -> Array | None:
     return alprd_encode(a)
 
 
-def _fsst(a: Array, st: dict[str, Any]) -> Array | None:
+def _t_alprd(f: _Facts, comp: Any) -> _Trial | None:
+    from ..encodings.primitive import primitive_values
+
+    if f.a.dtype.ptype == dt.PType.F16 or f.nulls == f.n:
+        return None
+    s = f.sample
+    r = _alprd(s)
+    if r is None:
+        return None
+    m = r.meta
+    ns = len(s)
+    left, _ = primitive_values(r.children[0])
+    size = _int_cost(left, ns, dict_=False) + _padded(ns) * m.right_bit_width / 8 + _NODE
+    if m.patches is not None:
+        size += m.patches.len * (2 + _index_width(f.n)) + 2 * _NODE
+    size = size * f.n / max(ns, 1) + f.validity_bytes + 2 * _NODE
+    return _Trial(size, lambda: _alprd(f.a))
+
+
+def _fsst(a: Array, params: Any = None) -> Array | None:
     from ..encodings.fsst import fsst_encode
 
-    return fsst_encode(a)
+    return fsst_encode(a, params)
 
 
-def _datetimeparts(a: Array, st: dict[str, Any]) -> Array | None:
+def _t_fsst(f: _Facts, comp: Any) -> _Trial | None:
+    from ..encodings.fsst import fsst_compress, fsst_train, string_parts
+
+    data, offsets, _ = f.string_parts
+    if len(data) < 1024 or len(data) < 2 * f.n:
+        return None  # too little text to pay for a symbol table
+    table = fsst_train(data, offsets)
+    if f.sample_idx is None:
+        sd, so = data, offsets
+    else:
+        sd, so, _ = string_parts(f.sample)
+    codes, co = fsst_compress(table, sd, so)
+    ns = len(so) - 1
+    lens = np.diff(so)
+    size = len(codes) + _int_cost(lens, ns) + _int_cost(co, ns + 1, dict_=False)
+    size = size * f.n / max(ns, 1) + 9 * len(table) + f.validity_bytes + 3 * _NODE
+    return _Trial(size, lambda: _fsst(f.a, table), table)
+
+
+def _datetimeparts(a: Array, params: Any = None) -> Array | None:
     from ..encodings.datetimeparts import datetimeparts_encode
 
     return datetimeparts_encode(a)
 
 
-def _decimal_byte_parts(a: Array, st: dict[str, Any]) -> Array | None:
-    from ..encodings.decimal_byte_parts import decimal_byte_parts_encode
+def _t_datetimeparts(f: _Facts, comp: Any) -> _Trial | None:
+    from ..encodings.primitive import primitive_values
 
-    return decimal_byte_parts_encode(a)
+    if f.a.dtype.id != dt.TIMESTAMP_ID:
+        return None
+    r = _datetimeparts(f.a)
+    if r is None:
+        return None
+    size = 4 * _NODE
+    for c in r.children:
+        vals, mask = primitive_values(c)
+        size += _int_cost(vals if mask is None else vals[mask], len(c),
+                          0 if mask is None else len(c) - int(mask.sum()))
+    return _Trial(size, lambda: r)
 
 
-def _ext_storage(a: Array, st: dict[str, Any]) -> Array | None:
+def _ext_storage(a: Array, params: Any = None) -> Array | None:
     from ..encodings.ext import ext_array
 
     c = a.canonical()
@@ -265,33 +739,80 @@ def _ext_storage(a: Array, st: dict[str, Any]) -> Array | None:
     return ext_array(a.dtype, c.children[0])
 
 
-def _low_card(st: dict[str, Any]) -> bool:
-    n = st.get("n", 0) - st.get("nulls", 0)
-    return n > 0 and st.get("distinct", n) <= max(2, n // 2)
+def _t_ext(f: _Facts, comp: Any) -> _Trial | None:
+    r = _ext_storage(f.a)
+    if r is None:
+        return None
+    storage = r.children[0]
+    best = comp.evaluate(storage, frozenset())
+    size = (best[0].size if best is not None else storage.nbytes) + _NODE
+    return _Trial(size, lambda: r)
 
+
+def _decimal_byte_parts(a: Array, params: Any = None) -> Array | None:
+    from ..encodings.decimal_byte_parts import decimal_byte_parts_encode
+
+    return decimal_byte_parts_encode(a)
+
+
+def _t_decimal_byte_parts(f: _Facts, comp: Any) -> _Trial | None:
+    from ..encodings.primitive import primitive_values
+
+    r = _decimal_byte_parts(f.a)
+    if r is None:
+        return None
+    vals, mask = primitive_values(r.children[0])
+    size = _int_cost(vals if mask is None else vals[mask], f.n, 0 if mask is None else f.n - int(mask.sum()))
+    return _Trial(size + _NODE, lambda: r)
+
+
+def _t_bool_sparse(f: _Facts, comp: Any) -> _Trial | None:
+    if f.nulls:
+        return None
+    ones = int(np.count_nonzero(f.key))
+    e = min(ones, f.n - ones)
+    if e * 5 > f.n * 2:
+        return None
+    size = e * _bits(f.n) / 8 + 4 * _NODE
+    return _Trial(size, lambda: _sparse(f.a))
+
+
+def _t_bool_runend(f: _Facts, comp: Any) -> _Trial | None:
+    if f.nulls or f.runs * 4 > f.n:
+        return None
+    size = f.runs * (_bits(f.n) + 1) / 8 + 3 * _NODE
+    return _Trial(size, lambda: _runend(f.a))
+
+
+def _k(*kinds: str) -> frozenset[str]:
+    return frozenset(kinds)
+
+
+_NUM = _k("int", "float")
 
 SCHEMES: list[Scheme] = [
-    Scheme("vortex.constant", lambda a, st: st.get("distinct", 2) <= 1 or st.get("nulls") == st.get("n"),
-           _constant, cascade=False, exact_check=True),
-    Scheme("vortex.sequence", lambda a, st: _is_int(a) and st.get("sorted", False), _sequence,
-           cascade=False, exact_check=True),
-    Scheme("vortex.dict", lambda a, st: (_is_int(a) or _is_float(a) or _is_string(a)) and _low_card(st),
-           _dict),
-    Scheme("vortex.runend", lambda a, st: (_is_int(a) or _is_float(a) or _is_string(a))
-           and st.get("avg_run", 1.0) >= 4, _runend),
-    Scheme("vortex.sparse", lambda a, st: (_is_int(a) or _is_float(a)) and st.get("top_frac", 0) >= 0.9,
-           _sparse),
-    Scheme("fastlanes.delta", lambda a, st: _is_int(a) and st.get("sorted", False), _delta),
-    Scheme("fastlanes.for", lambda a, st: _is_int(a), _for),
-    Scheme("fastlanes.bitpacked", lambda a, st: _is_int(a), _bitpack, cascade=True),
-    Scheme("vortex.alp", lambda a, st: _is_float(a), _alp),
-    Scheme("vortex.alprd", lambda a, st: _is_float(a) and a.dtype.ptype == dt.PType.F64, _alprd),
-    Scheme("vortex.fsst", lambda a, st: _is_string(a) and a.nbytes >= 4096
-           and st.get("distinct", 0) > st.get("n", 0) // 8, _fsst),
-    Scheme("vortex.datetimeparts", lambda a, st: isinstance(a.dtype, dt.Extension)
-           and a.dtype.id == dt.TIMESTAMP_ID, _datetimeparts),
-    Scheme("vortex.ext", lambda a, st: isinstance(a.dtype, dt.Extension), _ext_storage),
-    Scheme("vortex.decimal_byte_parts", lambda a, st: isinstance(a.dtype, dt.Decimal), _decimal_byte_parts),
+    Scheme("vortex.constant", _k("int", "float", "bool", "str", "decimal"), _t_constant,
+           _constant, cascade=False, exact=True),
+    Scheme("vortex.sequence", _k("int"), _t_sequence, _sequence, cascade=False, exact=True),
+    Scheme("vortex.decimal_byte_parts", _k("decimal"), _t_decimal_byte_parts, _decimal_byte_parts),
+    Scheme("vortex.datetimeparts", _k("ext"), _t_datetimeparts, _datetimeparts),
+    Scheme("vortex.ext", _k("ext"), _t_ext, _ext_storage),
+    Scheme("fastlanes.bitpacked", _k("int"), _t_bitpack, _bitpack),
+    Scheme("fastlanes.for", _k("int"), _t_for, _for),
+    Scheme("vortex.zigzag", _k("int"), _t_zigzag, _zigzag),
+    Scheme("fastlanes.delta", _k("int"), _t_delta, _delta),
+    Scheme(_DICT, _k("int", "float", "str"), _t_dict, _dict),
+    Scheme("vortex.runend", _NUM, _t_runend, _runend),
+    Scheme("vortex.sparse", _NUM, _t_sparse, _sparse),
+    Scheme("vortex.alp", _k("float"), _t_alp, _alp),
+    Scheme("vortex.alprd", _k("float"), _t_alprd, _alprd),
+    Scheme("vortex.fsst", _k("str"), _t_fsst, _fsst),
+]
+
+#: schemes for boolean arrays (validity children included); same IDs as above
+_BOOL_SCHEMES: list[Scheme] = [
+    Scheme("vortex.sparse", _k("bool"), _t_bool_sparse, _sparse),
+    Scheme("vortex.runend", _k("bool"), _t_bool_runend, _runend),
 ]
 
 
@@ -299,78 +820,10 @@ def scheme_names() -> list[str]:
     return [s.id for s in SCHEMES]
 
 
-# -- the search -----------------------------------------------------------------------------
-
-
-def _sample(a: Array, opts: CompressOptions) -> Array:
-    n = len(a)
-    total = opts.sample_slices * opts.slice_rows
-    if n <= total:
-        return a
-    from ..arrow import from_arrow
-
-    starts = np.linspace(0, n - opts.slice_rows, opts.sample_slices).astype(np.int64)
-    arr = a.to_arrow()
-    import pyarrow as pa
-
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    parts = [arr.slice(int(s), opts.slice_rows) for s in starts]
-    return from_arrow(pa.concat_arrays(parts), dtype=a.dtype)
-
-
-def _quick_int_bytes(a: Array) -> int:
-    """Estimated bytes of an integer array after the best of bit-packing, FoR + bit-packing
-    and (sorted data) delta + bit-packing, from bit-length histograms (nothing is packed).
-    Bit-packing pads to whole 1024-value chunks, and so does this estimate."""
-    from ..encodings.bitpacked import best_bit_width, bit_length_histogram
-    from ..encodings.primitive import primitive_values
-
-    c = a.canonical()
-    vals, mask = primitive_values(c)
-    if mask is not None:
-        vals = vals[mask]
-    n = len(c)
-    if len(vals) == 0:
-        return 8
-    p = c.dtype.ptype
-    w = p.byte_width
-    ut = np.dtype(f"<u{w}")
-    padded = -(-n // 1024) * 1024
-    best = n * w
-
-    def packed(u: np.ndarray, extra: int = 0) -> int:
-        hist = bit_length_histogram(u)
-        bw = best_bit_width(hist, w)
-        exc = int(hist[bw + 1:].sum())
-        return (padded * bw + 7) // 8 + exc * (w + 4) + extra
-
-    lo = vals.min()
-    if lo >= 0:
-        best = min(best, packed(vals.view(ut)))
-    if lo != 0:
-        best = min(best, packed((vals - lo).view(ut)))
-    if len(vals) > 1:
-        d = np.diff(vals)
-        if (d >= 0).all():
-            lanes = 1024 // (8 * w)
-            best = min(best, packed(d.view(ut), (padded // 1024) * lanes * w))
-    validity = (n + 7) // 8 if mask is not None else 0
-    return best + validity
-
-
-def _estimate(r: Array) -> int:
-    """Estimated size of an encoded array whose children are not compressed yet."""
-    total = sum(b.nbytes for b in r.buffers)
-    for c in r.children:
-        if c.encoding == "vortex.primitive" and _is_int(c) and len(c) >= 64:
-            total += _quick_int_bytes(c)
-        else:
-            total += c.nbytes
-    return total
-
-
 _BY_ID = {s.id: s for s in SCHEMES}
+
+
+# -- plans: the encoding tree of a column, replayed on later chunks ------------------------------
 
 
 @dataclass
@@ -380,18 +833,20 @@ class _Plan:
     id: str
     children: list[_Plan | None]
     ratio: float
+    params: Any = None
 
     @classmethod
-    def of(cls, a: Array, base_bytes: int) -> _Plan:
-        return cls(a.encoding, [None if isinstance(c.dtype, dt.Bool) else cls.of(c, c.nbytes)
-                                for c in a.children], a.nbytes / max(base_bytes, 1))
+    def of(cls, a: Array, base_bytes: int, params: Mapping[int, Any]) -> _Plan:
+        return cls(a.encoding, [cls.of(c, c.nbytes, params) for c in a.children],
+                   a.nbytes / max(base_bytes, 1), params.get(id(a)))
 
 
 class CompressSession:
     """State kept across the chunks of one stream: the plan chosen per column.
 
-    The first chunk of a column searches; later chunks replay its plan and search again
-    only when the replay compresses noticeably worse (ratio 20% above the plan's) or fails.
+    The first chunk of a column searches; later chunks replay its plan (with the FSST
+    symbol table and ALP exponents found for it) and search again only when the replay
+    compresses noticeably worse (ratio 20% above the plan's) or fails.
     """
 
     def __init__(self) -> None:
@@ -400,72 +855,84 @@ class CompressSession:
         self.replays = 0
 
 
+# -- the search -----------------------------------------------------------------------------
+
+
 class _Compressor:
     def __init__(self, opts: CompressOptions, session: CompressSession | None = None) -> None:
         self.opts = opts
         self.session = session
+        self._params: dict[int, Any] = {}  # id(encoded node) -> parameters (for plans)
+        self._keep: list[Array] = []  # keeps the nodes of _params alive (ids stay unique)
+        self._memo: dict[tuple[int, frozenset[str]], tuple[Any, Array]] = {}  # evaluations
 
-    def _replay(self, a: Array, plan: _Plan, depth: int) -> Array | None:
+    # -- plans ------------------------------------------------------------------------
+    def _replay(self, a: Array, plan: _Plan, depth: int, excl: frozenset[str]) -> Array | None:
         """Encode ``a`` with the encoding tree of ``plan``; None when it does not fit."""
-        s = _BY_ID.get(plan.id)
+        if isinstance(a.dtype, dt.Bool) and plan.id in ("vortex.sparse", "vortex.runend"):
+            s: Scheme | None = next(b for b in _BOOL_SCHEMES if b.id == plan.id)
+        else:
+            s = _BY_ID.get(plan.id)
         if s is None:
             return a if a.encoding == plan.id else None  # a canonical leaf
         if not self.opts.allows(s.id) or not a.is_canonical:
             return None
-        st: dict[str, Any] = {"n": len(a)}
-        if _is_int(a):
-            from ..encodings.primitive import primitive_values
-
-            vals, mask = primitive_values(a)
-            v = vals if mask is None else vals[mask]
-            if len(v):
-                st["min"] = int(v.min())
-        r = self._encode(s, a, st)
-        if r is None:
+        r = self._encode(s, a, plan.params)
+        if r is None or r.encoding != s.id:
             return None
+        self._note(r, plan.params)
         if not s.cascade or depth + 1 > self.opts.max_depth:
             return r
         kids = []
+        cexcl = self._child_excl(s.id, excl)
         for i, c in enumerate(r.children):
             cp = plan.children[i] if i < len(plan.children) else None
-            if isinstance(c.dtype, dt.Bool):
-                kids.append(c)
-                continue
-            k = self._replay(c, cp, depth + 1) if cp is not None else None
-            kids.append(k if k is not None else self.compress(c, depth + 1, s.id))
-        out = Array(r.vtable, r.dtype, len(r), metadata=r.metadata, buffers=r.buffers,
-                    children=kids, stats=r._stats)
-        if "meta" in r._cache:
-            out._cache["meta"] = r._cache["meta"]
-        return out
+            k = self._replay(c, cp, depth + 1, cexcl) if cp is not None else None
+            kids.append(k if k is not None else self.compress(c, depth + 1, cexcl))
+        return _with_children(r, kids)
 
     def compress_column(self, key: str, a: Array) -> Array:
         """Compress one column chunk, replaying the stream's plan for it when possible."""
         sess = self.session
+        self._params.clear()
+        self._keep.clear()
+        self._memo.clear()
         if sess is not None and key in sess.plans and a.is_canonical:
             plan = sess.plans[key]
-            r = self._replay(a, plan, 0)
+            r = self._replay(a, plan, 0, frozenset())
             if r is not None and r.nbytes <= max(a.nbytes, 1) * plan.ratio * 1.2 + 64:
                 sess.replays += 1
                 return r
+            self._params.clear()
+            self._keep.clear()
         r = self.compress(a, 0)
         if sess is not None:
             sess.searches += 1
-            sess.plans[key] = _Plan.of(r, a.nbytes)
+            sess.plans[key] = _Plan.of(r, a.nbytes, self._params)
+        self._params.clear()
+        self._keep.clear()
+        self._memo.clear()
         return r
 
+    def _note(self, r: Array, params: Any) -> None:
+        if params is not None:
+            self._params[id(r)] = params
+            self._keep.append(r)
+
+    # -- forcing ----------------------------------------------------------------------
     def force(self, a: Array, encoding_id: str) -> Array:
         """Encode with a given scheme (children still cascade)."""
-        for s in SCHEMES:
-            if s.id == encoding_id:
-                src = a.canonical() if not a.is_canonical else a
-                r = s.encode(src, _sample_stats(src))
-                if r is None:
-                    raise ValueError(f"{encoding_id} cannot encode this {a.dtype!r} column")
-                return self._cascade(r, 0, s.id) if s.cascade else r
-        raise KeyError(encoding_id)
+        s = _BY_ID.get(encoding_id)
+        if s is None:
+            raise KeyError(encoding_id)
+        src = a.canonical() if not a.is_canonical else a
+        r = s.encode(src, None)
+        if r is None:
+            raise ValueError(f"{encoding_id} cannot encode this {a.dtype!r} column")
+        return self._cascade(r, 0, s.id, frozenset()) if s.cascade else r
 
-    def compress(self, a: Array, depth: int, parent: str | None = None) -> Array:
+    # -- the recursive search -----------------------------------------------------------
+    def compress(self, a: Array, depth: int, excl: frozenset[str] = frozenset()) -> Array:
         """The smallest encoding found for ``a`` (canonical input or not)."""
         opts = self.opts
         if depth > opts.max_depth or len(a) == 0:
@@ -473,14 +940,11 @@ class _Compressor:
         d = a.dtype
         if isinstance(d, dt.Struct) and a.encoding == "vortex.struct":
             return self._struct(a, depth)
-        if isinstance(d, (dt.Bool, dt.Null)):
-            c = self._try_exact(a, {"n": len(a)})
-            return c if c is not None else a
         if isinstance(d, (dt.List, dt.FixedSizeList)) and a.is_canonical:
-            return self._cascade(a, depth, a.encoding)
-        if not a.is_canonical:
+            return self._cascade(a, depth, a.encoding, excl)
+        if not a.is_canonical or isinstance(d, dt.Null):
             return a  # already encoded by its producer
-        return self._choose(a, depth, parent)
+        return self._choose(a, depth, excl)
 
     def _struct(self, a: Array, depth: int) -> Array:
         from ..encodings.struct_ import StructEncoding, struct_array
@@ -495,92 +959,91 @@ class _Compressor:
             out.append(c)
         return struct_array(a.dtype, len(a), out, validity)
 
-    def _try_exact(self, a: Array, st: dict[str, Any]) -> Array | None:
-        for s in SCHEMES:
-            if not s.exact_check or not self.opts.allows(s.id):
-                continue
-            if s.id == "vortex.sequence" and not _is_int(a):
-                continue
-            try:
-                r = s.encode(a, st)
-            except Exception:
-                if self.opts.strict:
-                    raise
-                r = None
-            if r is not None:
-                return r
-        return None
-
-    def _candidates(self, a: Array, st: dict[str, Any], parent: str | None) -> list[Scheme]:
-        out = []
-        for s in SCHEMES:
-            if s.exact_check or s.id == parent or not self.opts.allows(s.id):
-                continue
-            try:
-                ok = s.applies(a, st)
-            except Exception:
-                ok = False
-            if ok:
-                out.append(s)
-        return out
-
-    def _encode(self, s: Scheme, a: Array, st: dict[str, Any]) -> Array | None:
+    def _encode(self, s: Scheme, a: Array, params: Any) -> Array | None:
         try:
-            return s.encode(a, st)
+            return s.encode(a, params)
         except Exception:
             if self.opts.strict:
                 raise
             return None
 
-    def _cascade(self, r: Array, depth: int, parent: str) -> Array:
-        """Compress the children of an encoded array (boolean children stay)."""
+    @staticmethod
+    def _child_excl(parent: str, excl: frozenset[str]) -> frozenset[str]:
+        """Schemes a child may not use: its parent's, and the dictionary below a dictionary."""
+        out = {parent}
+        if parent == _DICT or _DICT in excl:
+            out.add(_DICT)
+        return frozenset(out)
+
+    def _cascade(self, r: Array, depth: int, parent: str, excl: frozenset[str]) -> Array:
+        """Compress the children of an encoded array."""
         if depth + 1 > self.opts.max_depth:
             return r
+        cexcl = self._child_excl(parent, excl)
         kids = []
         changed = False
         for c in r.children:
-            if isinstance(c.dtype, dt.Bool):
-                kids.append(c)
-                continue
-            k = self.compress(c, depth + 1, parent)
+            k = self.compress(c, depth + 1, cexcl)
             changed |= k is not c
             kids.append(k)
-        if not changed:
-            return r
-        out = Array(r.vtable, r.dtype, len(r), metadata=r.metadata, buffers=r.buffers,
-                    children=kids, stats=r._stats)
-        if "meta" in r._cache:
-            out._cache["meta"] = r._cache["meta"]
-        return out
+        return _with_children(r, kids) if changed else r
 
-    def _choose(self, a: Array, depth: int, parent: str | None) -> Array:
-        sample = _sample(a, self.opts)
-        st = _sample_stats(sample)
-        exact_st = st if sample is a else {"n": len(a)}
-        if sample is a or st.get("distinct", 2) <= 1 or st.get("sorted") or st.get("nulls") == st.get("n"):
-            exact = self._try_exact(a, exact_st)
-            if exact is not None:
-                return exact
-        base = max(sample.nbytes, 1)
-        best: tuple[int, Scheme] | None = None
-        for s in self._candidates(sample, st, parent):
-            r = self._encode(s, sample, st)
-            if r is None:
+    def evaluate(self, a: Array, excl: frozenset[str]) -> tuple[_Trial, Scheme] | None:
+        """The best trial for canonical ``a`` (None: keep it canonical); memoized per array."""
+        key = (id(a), excl)
+        hit = self._memo.get(key)
+        if hit is not None and hit[1] is a:
+            return hit[0]
+        f = _Facts(a, self.opts)
+        schemes = _BOOL_SCHEMES if f.kind == "bool" else SCHEMES
+        best: tuple[_Trial, Scheme] | None = None
+        for s in ([SCHEMES[0]] if f.kind == "bool" else []) + schemes:
+            if f.kind not in s.kinds or s.id in excl or not self.opts.allows(s.id):
                 continue
-            size = _estimate(r) if s.cascade else r.nbytes
-            if best is None or size < best[0]:
-                best = (size, s)
-        if best is None or best[0] > self.opts.min_gain * base:
+            try:
+                t = s.trial(f, self)
+            except Exception:
+                if self.opts.strict:
+                    raise
+                t = None
+            if t is None:
+                continue
+            if s.exact:
+                best = (t, s)
+                break
+            if best is None or t.size < best[0].size:
+                best = (t, s)
+        if best is not None and not best[1].exact and best[0].size > self.opts.min_gain * (a.nbytes + _NODE):
+            best = None
+        self._memo[key] = (best, a)
+        return best
+
+    def _choose(self, a: Array, depth: int, excl: frozenset[str]) -> Array:
+        best = self.evaluate(a, excl)
+        if best is None:
             return a
-        scheme = best[1]
-        full_st = st if sample is a else (_sample_stats(a) if scheme.id in (
-            "vortex.dict", "vortex.runend", "vortex.sparse") else st)
-        r = self._encode(scheme, a, full_st)
+        trial, scheme = best
+        try:
+            r = trial.build()
+        except Exception:
+            if self.opts.strict:
+                raise
+            r = None
         if r is None:
             return a
-        if scheme.cascade:
-            r = self._cascade(r, depth, scheme.id)
-        return r if r.nbytes < a.nbytes else a
+        self._note(r, trial.params)
+        if scheme.cascade and r.children:
+            r = self._cascade(r, depth, scheme.id, excl)
+            self._note(r, trial.params)
+        return r if r.nbytes < a.nbytes or scheme.exact else a
+
+
+def _with_children(r: Array, kids: list[Array]) -> Array:
+    out = Array(r.vtable, r.dtype, len(r), metadata=r.metadata, buffers=r.buffers,
+                children=kids, stats=r._stats)
+    if "meta" in r._cache:
+        out._cache["meta"] = r._cache["meta"]
+    return out
 
 
 def compress_array(array: Array, options: CompressOptions | None = None, *,
@@ -605,4 +1068,3 @@ def compress_array(array: Array, options: CompressOptions | None = None, *,
     if isinstance(array.dtype, dt.Struct) and array.encoding == "vortex.struct":
         return comp.compress(array, 0)
     return comp.compress_column("", array)
-
