@@ -74,6 +74,9 @@ def _lane_tables(w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     return tabs[0], tabs[1], tabs[2], tabs[3]
 
 
+_V128 = np.dtype("V128")  # one row of a chunk: LANES values of W bits
+
+
 @cache
 def _row_tables(w: int) -> tuple[np.ndarray, np.ndarray] | None:
     """Row r of every lane is the contiguous block ``blocks[r]`` of LANES values in a
@@ -205,21 +208,26 @@ class DeltaEncoding(Encoding):
         deltas = primitive_values(deltas)[0].view(ut)
         bases = primitive_values(bases)[0].view(ut)
         tabs = _row_tables(w)
-        slot = np.searchsorted(uc, chunk) * 1024
         if tabs is None:  # (every FastLanes width is row-contiguous: not reached)
             tpos, _, _, oinv = _lane_tables(w)
             lanes_ = deltas.reshape(k, 1024)[:, tpos].reshape(k, nl, w)
             lanes_[:, :, 0] += bases.reshape(k, nl)
             np.cumsum(lanes_, axis=2, dtype=ut, out=lanes_)
-            slot += oinv[rows & 1023]
+            slot = np.searchsorted(uc, chunk) * 1024 + oinv[rows & 1023]
+            flat = lanes_.reshape(-1)
         else:
-            # rows as contiguous blocks of LANES values: running sums down the rows
+            # a row of a chunk is LANES contiguous values (128 bytes): gather the rows
+            # row-major across the chunks, (W, k * LANES), then add each row to the next
             blocks, at = tabs
-            lanes_ = np.take(deltas.reshape(k, w, nl), blocks, axis=1)
-            lanes_[:, 0, :] += bases.reshape(k, nl)
-            np.cumsum(lanes_, axis=1, dtype=ut, out=lanes_)
-            slot += at[rows & 1023]
-        return primitive_array(lanes_.reshape(-1)[slot].view(p.np_dtype), vmask,
+            grid = np.ascontiguousarray(deltas.view(_V128).reshape(k, w).T[blocks])
+            grid = grid.view(ut).reshape(w, k * nl)
+            grid[0] += bases
+            for r in range(1, w):
+                np.add(grid[r], grid[r - 1], out=grid[r])
+            pos = at[rows & 1023]
+            slot = (pos // nl) * (k * nl) + np.searchsorted(uc, chunk) * nl + pos % nl
+            flat = grid.reshape(-1)
+        return primitive_array(flat[slot].view(p.np_dtype), vmask,
                                nullable=arr.dtype.nullable, ptype=p)
 
     def describe(self, arr: Array) -> str:
