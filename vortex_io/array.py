@@ -380,8 +380,7 @@ class Encoding:
 
     def build(self, parts: ArrayParts, dtype: dt.DType, length: int) -> Array:
         """Build a node read off the wire. The default covers most encodings."""
-        self.check_dtype(dtype)
-        meta = self.parse_metadata(parts.metadata, dtype, length)
+        meta = _parsed_metadata(self, parts.metadata, dtype, length)
         lo, hi = self.nbuffers(dtype, meta)
         nb = len(parts.buffers)
         if not lo <= nb <= hi:
@@ -458,6 +457,39 @@ class Encoding:
 
     def __repr__(self) -> str:
         return f"<Encoding {self.id}>"
+
+
+#: parsed metadata by (encoding, raw bytes, dtype, length): the messages of a stream repeat
+#: the same metadata node after node, and parsing it is a good part of the per-node cost
+_META_CACHE: dict[tuple[Any, ...], Any] = {}
+_META_CACHE_MAX = 4096
+_MISSING = object()
+
+
+def _parsed_metadata(enc: Encoding, raw: bytes, dtype: dt.DType, length: int) -> Any:
+    """``enc.check_dtype(dtype)`` then ``enc.parse_metadata(raw, dtype, length)``, served
+    from a cache when the same arguments were parsed before.
+
+    ``parse_metadata`` is a function of its arguments; only hashable results (ints, enums,
+    tuples, frozen dataclasses: values nobody can mutate) are cached, so an encoding
+    returning a mutable object simply parses every time.
+    """
+    if not raw:  # nothing to parse (and not worth hashing a struct dtype for)
+        enc.check_dtype(dtype)
+        return enc.parse_metadata(raw, dtype, length)
+    key = (enc, raw, dtype, length)
+    meta = _META_CACHE.get(key, _MISSING)
+    if meta is _MISSING:
+        enc.check_dtype(dtype)
+        meta = enc.parse_metadata(raw, dtype, length)
+        try:
+            hash(meta)
+        except TypeError:
+            return meta
+        if len(_META_CACHE) >= _META_CACHE_MAX:
+            _META_CACHE.clear()
+        _META_CACHE[key] = meta
+    return meta
 
 
 def check_decoded_size(nbytes: int, what: str, limits: ReaderLimits = DEFAULT_LIMITS) -> None:

@@ -18,20 +18,20 @@ from ..array import Array, ArrayParts, check_decoded_size, get_encoding
 from ..errors import LimitExceededError, MalformedStreamError, UnsupportedError, VortexIPCError
 from ..limits import DEFAULT_LIMITS, ReaderLimits
 from ..metadata import Metadata
-from .flatbuf import Table, root
+from ..stats import ArrayStats
+from .flatbuf import root
 from .schema import (
     FlatNode,
     MessageHeader,
     MessageType,
-    decode_buffer_specs,
     decode_dtype,
     encode_array_fb,
-    read_stats,
 )
 
 __all__ = ["Message", "decode_array_body", "serialize_array", "aligned_empty"]
 
 _U32 = struct.Struct("<I")
+_BUFFER_SPEC = struct.Struct("<HBBI")
 MAX_ALIGNMENT_EXPONENT = 16
 
 
@@ -106,44 +106,171 @@ def _aligned(buf: np.ndarray, exp: int, address: int | None = None) -> np.ndarra
     return out
 
 
-class _Builder:
-    """Builds the Array tree of one message, enforcing depth and node limits."""
+_I32 = struct.Struct("<i")
+_U16 = struct.Struct("<H")
+#: the vtable entries of the first k fields of a table (k = 0..5; ArrayNode has 5 fields)
+_VT_FIELDS = tuple(struct.Struct(f"<{k}H") for k in range(6))
+_ABSENT = (0, 0, 0, 0, 0)
 
-    def __init__(self, encodings: tuple[str, ...], buffers: list[np.ndarray], limits: ReaderLimits):
+
+def _bad(what: str) -> MalformedStreamError:
+    return MalformedStreamError(f"flatbuffer {what} is outside the header")
+
+
+def _vector(buf: memoryview, size: int, p: int, elem: int, what: str) -> tuple[int, int]:
+    """(start, count) of the vector whose offset field is at absolute position ``p``."""
+    if p + 4 > size:
+        raise _bad(f"field ArrayNode.{what}")
+    t = p + _U32.unpack_from(buf, p)[0]
+    if t + 4 > size or t == p:
+        raise MalformedStreamError(f"flatbuffer field ArrayNode.{what} points outside the header")
+    n = _U32.unpack_from(buf, t)[0]
+    if t + 4 + n * elem > size:
+        raise MalformedStreamError(
+            f"flatbuffer vector ArrayNode.{what} of {n} elements runs past the header")
+    return t + 4, n
+
+
+_U64 = struct.Struct("<Q")
+_U8 = struct.Struct("<B")
+#: ArrayStats fields in slot order: "v" a byte vector, "p" a Precision (u8, exact == 1),
+#: "b" an optional bool, "q" an optional u64
+_STATS_KINDS = ("v", "p", "v", "p", "v", "b", "b", "b", "q", "q", "q")
+_STATS_VT = tuple(struct.Struct(f"<{k}H") for k in range(len(_STATS_KINDS) + 1))
+
+
+def _read_stats(buf: memoryview, size: int, t: int) -> ArrayStats:
+    """The ``ArrayStats`` table at ``t`` (what ``schema.read_stats`` reads through
+    ``flatbuf.Table``, in one vtable read and with only the present fields visited)."""
+    if t + 4 > size:
+        raise _bad(f"table ArrayStats at {t}")
+    vt = t - _I32.unpack_from(buf, t)[0]
+    if vt < 0 or vt + 4 > size:
+        raise _bad(f"vtable of ArrayStats at {vt}")
+    vt_len = _U16.unpack_from(buf, vt)[0]
+    if vt_len < 4 or vt_len & 1 or vt + vt_len > size:
+        raise MalformedStreamError(f"flatbuffer vtable of ArrayStats has a bad size {vt_len}")
+    k = min((vt_len - 4) >> 1, len(_STATS_KINDS))
+    vals: list[Any] = [None, False, None, False, None, None, None, None, None, None, None]
+    for i, off in enumerate(_STATS_VT[k].unpack_from(buf, vt + 4)):
+        if not off:
+            continue
+        p = t + off
+        kind = _STATS_KINDS[i]
+        if kind == "v":
+            if p + 4 > size:
+                raise _bad("field ArrayStats.value")
+            q = p + _U32.unpack_from(buf, p)[0]
+            if q + 4 > size or q == p:
+                raise MalformedStreamError(
+                    "flatbuffer field ArrayStats.value points outside the header")
+            n = _U32.unpack_from(buf, q)[0]
+            if q + 4 + n > size:
+                raise MalformedStreamError(
+                    f"flatbuffer vector ArrayStats.value of {n} elements runs past the header")
+            vals[i] = bytes(buf[q + 4 : q + 4 + n])
+        elif kind == "q":
+            if p + 8 > size:
+                raise _bad("field ArrayStats.count")
+            vals[i] = _U64.unpack_from(buf, p)[0]
+        else:
+            if p + 1 > size:
+                raise _bad("field ArrayStats.flag")
+            v = _U8.unpack_from(buf, p)[0]
+            vals[i] = v == 1 if kind == "p" else bool(v)
+    return ArrayStats(*vals)
+
+
+class _Builder:
+    """Builds the Array tree of one message, enforcing depth and node limits.
+
+    Nodes are read straight off the flatbuffer (one ``struct`` call for a node's vtable,
+    every offset bounds-checked) rather than through ``flatbuf.Table`` objects: with
+    zero-copy bodies this per-node work is most of what a reader pays for headers.
+    """
+
+    __slots__ = ("buf", "buffers", "encodings", "limits", "nodes", "size", "_encs")
+
+    def __init__(self, encodings: tuple[str, ...], buffers: list[np.ndarray], limits: ReaderLimits,
+                 buf: memoryview | None = None):
         self.encodings = encodings
         self.buffers = buffers
         self.limits = limits
         self.nodes = 0
+        self.buf = buf
+        self.size = 0 if buf is None else len(buf)
+        self._encs: list[Any] = [None] * len(encodings)
 
-    def __call__(self, node: Table, dtype: dt.DType, length: int, depth: int) -> Array:
+    def __call__(self, pos: int, dtype: dt.DType, length: int, depth: int) -> Array:
         lim = self.limits
         if depth > lim.max_depth:
             raise LimitExceededError(f"array tree deeper than {lim.max_depth}")
         self.nodes += 1
         if self.nodes > lim.max_nodes:
             raise LimitExceededError(f"array tree has more than {lim.max_nodes} nodes")
-        ei = node.u16(0, 0, "ArrayNode.encoding")
+        buf = self.buf
+        size = self.size
+        # the table and its vtable (every position checked before it is read)
+        if pos < 0 or pos + 4 > size:
+            raise _bad(f"table ArrayNode at {pos}")
+        vt = pos - _I32.unpack_from(buf, pos)[0]
+        if vt < 0 or vt + 4 > size:
+            raise _bad(f"vtable of ArrayNode at {vt}")
+        vt_len = _U16.unpack_from(buf, vt)[0]
+        if vt_len < 4 or vt_len & 1 or vt + vt_len > size:
+            raise MalformedStreamError(f"flatbuffer vtable of ArrayNode has a bad size {vt_len}")
+        k = (vt_len - 4) >> 1
+        if k >= 5:
+            o_enc, o_meta, o_kids, o_bufs, o_stats = _VT_FIELDS[5].unpack_from(buf, vt + 4)
+        else:
+            o_enc, o_meta, o_kids, o_bufs, o_stats = (_VT_FIELDS[k].unpack_from(buf, vt + 4)
+                                                      + _ABSENT[k:])
+        ei = 0
+        if o_enc:
+            if pos + o_enc + 2 > size:
+                raise _bad("field ArrayNode.ArrayNode.encoding")
+            ei = _U16.unpack_from(buf, pos + o_enc)[0]
         if ei >= len(self.encodings):
             raise MalformedStreamError(
                 f"array node names encoding #{ei}; the message lists {len(self.encodings)}"
             )
+        enc = self._encs[ei]
         enc_id = self.encodings[ei]
-        enc = get_encoding(enc_id)
-        meta = node.bytes_(1, "ArrayNode.metadata") or b""
-        bidx = node.vector_raw(3, 2, "ArrayNode.buffers")
+        if enc is None:
+            enc = self._encs[ei] = get_encoding(enc_id)
+        meta = b""
+        if o_meta:
+            s, n = _vector(buf, size, pos + o_meta, 1, "metadata")
+            meta = bytes(buf[s : s + n])
+        kids: list[int] | tuple[()] = ()
+        if o_kids:
+            s, n = _vector(buf, size, pos + o_kids, 4, "children")
+            if n:
+                # child tables by absolute position (each is checked when it is built)
+                kids = [s + 4 * i + r for i, r in enumerate(struct.unpack_from(f"<{n}I", buf, s))]
         bufs: list[np.ndarray] = []
-        if bidx is not None:
-            start, n = bidx
-            # struct, not numpy: nodes name a handful of buffers and this runs once per node
-            idx = struct.unpack_from(f"<{n}H", node.buf, start) if n else ()
-            if n and max(idx) >= len(self.buffers):
+        if o_bufs:
+            s, n = _vector(buf, size, pos + o_bufs, 2, "buffers")
+            if n:
+                # struct, not numpy: nodes name a handful of buffers and this runs once per node
+                idx = struct.unpack_from(f"<{n}H", buf, s)
+                if max(idx) >= len(self.buffers):
+                    raise MalformedStreamError(
+                        f"{enc_id} node names buffer #{max(idx)}; the message has {len(self.buffers)}"
+                    )
+                all_bufs = self.buffers
+                bufs = [all_bufs[i] for i in idx]
+        stats = None
+        if o_stats:
+            p = pos + o_stats
+            if p + 4 > size:
+                raise _bad("field ArrayNode.ArrayStats")
+            t = p + _U32.unpack_from(buf, p)[0]
+            if t + 4 > size or t == p:
                 raise MalformedStreamError(
-                    f"{enc_id} node names buffer #{max(idx)}; the message has {len(self.buffers)}"
-                )
-            bufs = [self.buffers[i] for i in idx]
-        kids = node.tables(2, "ArrayNode")
-        parts = ArrayParts(enc_id, meta, bufs, kids, self, read_stats(node.table(4, "ArrayStats")),
-                           depth)
+                    "flatbuffer field ArrayNode.ArrayStats points outside the header")
+            stats = _read_stats(buf, size, t)
+        parts = ArrayParts(enc_id, meta, bufs, kids, self, stats, depth)
         try:
             arr = enc.build(parts, dtype, length)
             # lazy decoding (to_arrow() later) checks expansions against the same limits
@@ -177,32 +304,43 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
         raise MalformedStreamError(f"array flatbuffer of {fb_len} bytes does not fit a {n}-byte body")
     data_end = n - 4 - fb_len
     arr_t = root(memoryview(body[data_end : n - 4]), "Array")
-    specs = decode_buffer_specs(arr_t, limits)
     buffers: list[np.ndarray] = []
-    pos = 0
-    base = body.ctypes.data if specs else 0  # once: ndarray.ctypes costs ~1.5 us a call
-    for i, s in enumerate(specs):
-        if s.compression != 0:
-            raise UnsupportedError(
-                f"buffer {i} uses compression {'LZ4' if s.compression == 1 else s.compression}; "
-                "only uncompressed buffers are supported"
-            )
-        if s.alignment_exponent > MAX_ALIGNMENT_EXPONENT:
-            raise MalformedStreamError(
-                f"buffer {i} has alignment exponent {s.alignment_exponent} (at most 16 allowed)"
-            )
-        pos += s.padding
-        if pos + s.length > data_end:
-            raise MalformedStreamError(
-                f"buffer {i} [{pos}, {pos + s.length}) runs past the {data_end} bytes of buffer data"
-            )
-        buffers.append(_aligned(body[pos : pos + s.length], s.alignment_exponent, base + pos))
-        pos += s.length
-    root_node = arr_t.table(0, "ArrayNode")
-    if root_node is None:
+    v = arr_t.vector_raw(1, 8, "Array.buffers")
+    if v is not None:
+        start, nspecs = v
+        if nspecs > limits.max_buffers:
+            raise LimitExceededError(
+                f"{nspecs} buffers in one message, over the limit of {limits.max_buffers}")
+        pos = 0
+        base = body.ctypes.data  # once: ndarray.ctypes costs ~1.5 us a call
+        # struct Buffer { padding: u16; alignment_exponent: u8; compression: u8; length: u32 }
+        for i, (padding, exp, compression, length) in enumerate(
+                _BUFFER_SPEC.iter_unpack(arr_t.buf[start : start + 8 * nspecs])):
+            if compression != 0:
+                raise UnsupportedError(
+                    f"buffer {i} uses compression {'LZ4' if compression == 1 else compression}; "
+                    "only uncompressed buffers are supported"
+                )
+            if exp > MAX_ALIGNMENT_EXPONENT:
+                raise MalformedStreamError(
+                    f"buffer {i} has alignment exponent {exp} (at most 16 allowed)"
+                )
+            pos += padding
+            end = pos + length
+            if end > data_end:
+                raise MalformedStreamError(
+                    f"buffer {i} [{pos}, {end}) runs past the {data_end} bytes of buffer data"
+                )
+            b = body[pos:end]
+            if exp and (base + pos) & ((1 << exp) - 1):
+                b = _aligned(b, exp, base + pos)
+            buffers.append(b)
+            pos = end
+    root_pos = arr_t._deref(0, "ArrayNode")
+    if not root_pos:
         raise MalformedStreamError("array message has no root node")
-    builder = _Builder(header.encodings, buffers, limits)
-    return builder(root_node, dtype, header.row_count, 0)
+    builder = _Builder(header.encodings, buffers, limits, arr_t.buf)
+    return builder(root_pos, dtype, header.row_count, 0)
 
 
 # -- writing --------------------------------------------------------------------------------
