@@ -394,10 +394,12 @@ def _arrow_gather(values: Array, idx: np.ndarray, valid: np.ndarray | None,
     if pa.types.is_string_view(a.type) or pa.types.is_binary_view(a.type):
         # string_view output was asked for, but Arrow has no take kernel for view types
         a = a.cast(pa.string() if pa.types.is_string_view(a.type) else pa.binary())
-    if pa.types.is_string(a.type) or pa.types.is_binary(a.type):
+    cap = min(2**31 - 1, limits.max_decoded_bytes)
+    # (values.nbytes bounds the longest value: small gathers skip measuring the lengths)
+    if (pa.types.is_string(a.type) or pa.types.is_binary(a.type)) and len(idx) * values.nbytes > cap:
         lens = np.diff(np.frombuffer(a.buffers()[1], dtype=np.int32)[a.offset : a.offset + len(a) + 1])
         bound = len(idx) * (int(lens.max()) if len(lens) else 0)
-        if bound > min(2**31 - 1, limits.max_decoded_bytes):
+        if bound > cap:
             # a few long values repeated by many codes or runs: bound the expansion first
             total = int(lens[idx].sum(dtype=np.int64)) if len(idx) else 0
             check_decoded_size(total, f"gather of {len(idx)} strings", limits)
