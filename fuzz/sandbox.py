@@ -52,7 +52,13 @@ class Sandbox:
     """A worker process that consumes inputs one at a time under bounds."""
 
     def __init__(self, *, time_limit: float = 2.0, memory_limit: int = 2 * GiB,
-                 hard_timeout: float | None = None, scans: bool = True) -> None:
+                 hard_timeout: float | None = None, scans: bool = True,
+                 limits: str = "fuzz") -> None:
+        """``limits``: ``"fuzz"`` (``fuzz.harness.FUZZ_LIMITS``) or ``"default"`` (the
+        reader's ``ReaderLimits()``)."""
+        if limits not in ("fuzz", "default"):
+            raise ValueError("limits must be 'fuzz' or 'default'")
+        self.limits = limits
         self.time_limit = time_limit
         self.memory_limit = memory_limit
         self.hard_timeout = hard_timeout if hard_timeout is not None else max(10.0, 5 * time_limit)
@@ -65,7 +71,8 @@ class Sandbox:
         env.update(ARROW_DEFAULT_MEMORY_POOL="system", OMP_NUM_THREADS="1",
                    OPENBLAS_NUM_THREADS="1", PYTHONPATH=_ROOT + os.pathsep + env.get("PYTHONPATH", ""))
         p = subprocess.Popen(
-            [sys.executable, "-m", "fuzz.sandbox", str(self.memory_limit), str(int(self.scans))],
+            [sys.executable, "-m", "fuzz.sandbox", str(self.memory_limit), str(int(self.scans)),
+             self.limits],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=_ROOT, env=env)
         assert p.stdout is not None
         line = p.stdout.readline()  # "ready" once imports are done and the limit is set
@@ -150,7 +157,7 @@ def _memory_error_in(e: BaseException) -> bool:
     return False
 
 
-def _worker(memory_limit: int, scans: bool) -> None:
+def _worker(memory_limit: int, scans: bool, which: str) -> None:
     import io
     import resource
     import traceback
@@ -158,7 +165,9 @@ def _worker(memory_limit: int, scans: bool) -> None:
     import pyarrow as pa
 
     import vortex_io as vio
-    from fuzz.harness import consume, exercise
+    from fuzz.harness import FUZZ_LIMITS, consume, exercise
+
+    limits = FUZZ_LIMITS if which == "fuzz" else None
 
     warm = io.BytesIO()  # a small compressed table: warms the imports a read touches
     vio.write_ipc(warm, pa.table({"i": list(range(300)), "s": ["ab", "cd", None] * 100,
@@ -178,7 +187,7 @@ def _worker(memory_limit: int, scans: bool) -> None:
         t0 = time.perf_counter()
         detail = ""
         try:
-            exercise(data, scans=scans)
+            exercise(data, limits=limits, scans=scans)
             outcome = "ok"
         except vio.VortexIPCError as e:
             # a MemoryError the reader reported as malformed input is still a runaway size
@@ -193,4 +202,4 @@ def _worker(memory_limit: int, scans: bool) -> None:
 
 
 if __name__ == "__main__":
-    _worker(int(sys.argv[1]), bool(int(sys.argv[2])))
+    _worker(int(sys.argv[1]), bool(int(sys.argv[2])), sys.argv[3])

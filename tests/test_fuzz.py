@@ -53,7 +53,9 @@ FINDINGS = pathlib.Path(__file__).resolve().parent.parent / "fuzz" / "findings"
 
 @pytest.fixture(scope="module")
 def sandbox():
-    with Sandbox(time_limit=TIME_LIMIT, memory_limit=2 * GiB) as sb:
+    # FUZZ_LIMITS bound what a batch may decode to 64 MiB: 1 GiB of address space is
+    # ample for any input that honours them, so a path that ignores them is caught
+    with Sandbox(time_limit=TIME_LIMIT, memory_limit=1 * GiB) as sb:
         yield sb
 
 
@@ -75,7 +77,12 @@ def test_every_registered_encoding_is_seeded():
     seen: set[str] = set()
     for data in SEEDS.values():
         seen |= encodings_of(data)
-    assert set(vio.registered_encodings()) <= seen
+    from vortex_io.array import get_encoding
+
+    # vortex_io's own encodings (other test modules register test-only ones)
+    ours = {e for e in vio.registered_encodings()
+            if type(get_encoding(e)).__module__.startswith("vortex_io.")}
+    assert len(ours) >= 30 and ours <= seen, sorted(ours - seen)
     golden = [p for p in (pathlib.Path(__file__).parent / "golden").rglob("*")
               if p.suffix in (".vortex", ".vxipc")]
     assert len([k for k in NAMES if not k.startswith("gen/")]) == len(golden) > 80

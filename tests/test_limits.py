@@ -80,10 +80,10 @@ def test_readme_documents_the_default_limits():
         assert _parse_size(text) == getattr(d, name), name
 
 
-def test_defaults_bound_one_batch_to_about_a_gib():
+def test_defaults_bound_one_batch_to_half_a_gib():
     d = vio.ReaderLimits()
-    assert d.max_decoded_bytes <= 1 << 30
-    assert d.max_body_bytes <= 1 << 30
+    assert d.max_decoded_bytes <= 512 * MiB
+    assert d.max_body_bytes <= 512 * MiB
     assert d.max_header_bytes <= 16 * MiB
     u = vio.ReaderLimits.unlimited()
     assert u.max_decoded_bytes > d.max_decoded_bytes and u.max_body_bytes > d.max_body_bytes
@@ -151,7 +151,7 @@ HOSTILE = {
 def sandbox():
     # 768 MiB of address space beyond start-up: any attempt to materialize a hostile
     # expansion (>= 1 GiB) fails inside the worker and is reported as "memory"
-    with Sandbox(memory_limit=768 * MiB, time_limit=5.0) as sb:
+    with Sandbox(memory_limit=768 * MiB, time_limit=5.0, limits="default") as sb:
         yield sb
 
 
@@ -166,7 +166,7 @@ def test_expansion_is_refused_before_allocation(sandbox, name):
 @pytest.mark.parametrize("name", ["constant_i64", "sequence_i64", "dict_i64", "sparse_i64",
                                   "runend_i64", "struct_of_many_columns"])
 def test_expansion_error_names_the_limit(name):
-    with pytest.raises(vio.LimitExceededError, match="over the limit of 1073741824") as ei:
+    with pytest.raises(vio.LimitExceededError, match="over the limit of 536870912") as ei:
         with vio.StreamReader(our_array_stream(HOSTILE[name]())) as r:
             for b in r:
                 b.array.to_arrow()

@@ -2,7 +2,7 @@
 
 Every length read off the wire is checked against these *before* anything is allocated.
 The defaults suit a service reading from peers it does not trust: one batch never makes
-the reader allocate more than about a GiB, whatever its headers claim. Raise them (or use
+the reader materialize more than 512 MiB, whatever its headers claim. Raise them (or use
 ``ReaderLimits.unlimited()``) for trusted bulk data.
 
 Arrays read from a stream carry the limits they were read with (``limits_of``), so the
@@ -45,12 +45,12 @@ class ReaderLimits:
     """
 
     max_header_bytes: int = 16 * MiB
-    max_body_bytes: int = 1 * GiB
+    max_body_bytes: int = 512 * MiB
     max_buffers: int = 65_536
     max_depth: int = 64
     max_nodes: int = 100_000
     max_rows_per_message: int = 2**32 - 1
-    max_decoded_bytes: int = 1 * GiB
+    max_decoded_bytes: int = 512 * MiB
 
     @classmethod
     def unlimited(cls) -> ReaderLimits:
