@@ -15,7 +15,7 @@ exception other than ``VortexIPCError`` fails the test).
 
 Sizes: ``FUZZ_EXAMPLES`` (hypothesis examples, default 150), ``FUZZ_MUTATIONS`` (the
 deterministic sweep, default 300) and ``FUZZ_FIELDS`` (fields inflated per stream, default
-60; 0 = all). The full acceptance run is
+60; 0 = all); ``FUZZ_SEED`` picks another range of sweep mutants (default 0). The full acceptance run is
 ``FUZZ_MUTATIONS=10000 .venv/bin/pytest -q -s tests/test_fuzz.py -k sweep``
 (``make fuzz-mutations``); ``FUZZ_REPORT=path.json`` writes its numbers.
 """
@@ -48,6 +48,7 @@ TIME_LIMIT = float(os.environ.get("FUZZ_TIME_LIMIT", "2.0"))
 N_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "150"))
 N_MUTATIONS = int(os.environ.get("FUZZ_MUTATIONS", "300"))
 N_FIELDS = int(os.environ.get("FUZZ_FIELDS", "60")) or 1 << 30
+FIRST = int(os.environ.get("FUZZ_SEED", "0"))  # the sweep's first mutant number
 FINDINGS = pathlib.Path(__file__).resolve().parent.parent / "fuzz" / "findings"
 
 
@@ -185,7 +186,7 @@ def test_mutation_sweep(sandbox):
     slowest = (0.0, "")
     t0 = time.perf_counter()
     failures = []
-    for i in range(N_MUTATIONS):
+    for i in range(FIRST, FIRST + N_MUTATIONS):
         rng = random.Random(i)
         name = NAMES[i % len(NAMES)]
         kind, data = mutate(SEEDS[name], rng, DONORS)
@@ -199,7 +200,8 @@ def test_mutation_sweep(sandbox):
             path = FINDINGS / f"sweep-{i}-{res.outcome}.bin"
             path.write_bytes(data)
             failures.append(f"#{i} {kind} of {name}: {res.outcome} ({path})\n{res.detail}")
-    report = {"inputs": N_MUTATIONS, "outcomes": dict(outcomes), "kinds": dict(by_kind),
+    report = {"inputs": N_MUTATIONS, "first": FIRST, "outcomes": dict(outcomes),
+              "kinds": dict(by_kind),
               "seeds": len(NAMES), "slowest_s": round(slowest[0], 3), "slowest": slowest[1],
               "wall_s": round(time.perf_counter() - t0, 1), "worker_restarts": sandbox.restarts,
               "failures": len(failures)}

@@ -89,6 +89,44 @@ def test_defaults_bound_one_batch_to_half_a_gib():
     assert u.max_decoded_bytes > d.max_decoded_bytes and u.max_body_bytes > d.max_body_bytes
 
 
+def _nested(depth: int) -> pa.Array:
+    a = pa.array([1, 2, 3])
+    for i in range(depth):
+        a = pa.StructArray.from_arrays([a], names=[f"l{i}"])
+    return a
+
+
+# (limit, a value the stream exceeds, a value it fits, the stream)
+EACH_LIMIT = {
+    "max_header_bytes": (200, 4096, lambda: _plain(pa.array([1, 2, 3]), {"k": "v" * 300})),
+    "max_body_bytes": (1000, 4096, lambda: _plain(pa.array(np.arange(300)))),
+    "max_buffers": (2, 4, lambda: _plain(pa.table({"a": [1], "b": [2], "c": [3]}))),
+    "max_depth": (2, 5, lambda: _plain(_nested(4))),
+    "max_nodes": (3, 10, lambda: _plain(pa.table({f"c{i}": [i] for i in range(5)}))),
+    "max_rows_per_message": (10, 11, lambda: _plain(pa.array(np.arange(11)))),
+    "max_decoded_bytes": (80, 88, lambda: _plain(pa.array(np.arange(11)))),
+}
+
+
+def _plain(data, metadata=None) -> bytes:
+    buf = io.BytesIO()
+    vio.write_ipc(buf, data, compress=False, metadata=metadata)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("field", sorted(EACH_LIMIT))
+def test_each_limit_is_enforced(field):
+    over, fits, make = EACH_LIMIT[field]
+    data = make()
+    with pytest.raises(vio.LimitExceededError):
+        with vio.StreamReader(data, limits=vio.ReaderLimits(**{field: over})) as r:
+            for b in r:
+                b.array.to_arrow()
+    with vio.StreamReader(data, limits=vio.ReaderLimits(**{field: fits})) as r:
+        assert sum(len(b.array.to_arrow()) for b in r) > 0
+    assert set(EACH_LIMIT) == {f.name for f in dataclasses.fields(vio.ReaderLimits)}
+
+
 # -- expansions are refused before allocation ------------------------------------------------
 
 
