@@ -72,7 +72,7 @@ class CompressOptions:
         strict: raise when a scheme fails instead of skipping it (for tests).
     """
 
-    max_depth: int = 3
+    max_depth: int = 4
     sample_slices: int = 16
     slice_rows: int = 64
     min_gain: float = 0.98
@@ -206,6 +206,7 @@ class _Facts:
         self.n = len(a)
         self.opts = opts
         self.kind = _kind(a.dtype)
+        self.best_size = float("inf")  # the best estimate so far (set by the search)
 
     # -- primitive and bool values ------------------------------------------------------
     @cached_property
@@ -277,18 +278,19 @@ class _Facts:
         return len(self.run_starts) + 1 if self.n else 0
 
     @cached_property
-    def sorted_keys(self) -> np.ndarray:
-        return np.sort(self.vkey)
-
-    @cached_property
     def _groups(self) -> tuple[np.ndarray, np.ndarray]:
-        """(first index of each distinct value in ``sorted_keys``, count of each)."""
-        s = self.sorted_keys
-        if len(s) == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        """(the distinct valid keys, ascending; the count of each). Integers of a small
+        range are counted with ``bincount``, anything else is sorted."""
+        v = self.vkey
+        if len(v) == 0:
+            return v[:0], np.zeros(0, np.int64)
+        if self.kind in ("int", "bool") and int(self.hi) - int(self.lo) <= max(4 * len(v), 1 << 12):
+            counts = np.bincount(_unsigned(v - self.lo).astype(np.intp, copy=False))
+            nz = np.flatnonzero(counts)
+            return (nz.astype(v.dtype) + self.lo).astype(v.dtype, copy=False), counts[nz]
+        s = np.sort(v)
         firsts = np.concatenate(([0], np.flatnonzero(s[1:] != s[:-1]) + 1))
-        counts = np.diff(np.append(firsts, len(s)))
-        return firsts, counts
+        return s[firsts], np.diff(np.append(firsts, len(s)))
 
     @property
     def distinct(self) -> int:
@@ -297,11 +299,11 @@ class _Facts:
     @cached_property
     def top(self) -> tuple[Any, int]:
         """(most frequent valid key, its count)."""
-        firsts, counts = self._groups
+        uniq, counts = self._groups
         if len(counts) == 0:
             return None, 0
         j = int(np.argmax(counts))
-        return self.sorted_keys[firsts[j]], int(counts[j])
+        return uniq[j], int(counts[j])
 
     @cached_property
     def down_steps(self) -> int:
@@ -562,8 +564,7 @@ def _t_dict(f: _Facts, comp: Any) -> _Trial | None:
         return None
     d = f.distinct
     if f.kind == "int":
-        firsts, _ = f._groups
-        values = _int_cost(f.sorted_keys[firsts], d, dict_=False)
+        values = _int_cost(f._groups[0], d, dict_=False)
     else:
         values = d * f.vkey.dtype.itemsize + _NODE
     size = _codes_cost(d, f.n, f.runs) + values + f.validity_bytes + 2 * _NODE
@@ -695,17 +696,31 @@ def _t_fsst(f: _Facts, comp: Any) -> _Trial | None:
     data, offsets, _ = f.string_parts
     if len(data) < 1024 or len(data) < 2 * f.n:
         return None  # too little text to pay for a symbol table
-    table = fsst_train(data, offsets)
+    # at best: 8 bytes per code, a code per non-empty row, a bit per row for the offsets
+    nonempty = int(np.count_nonzero(offsets[1:] != offsets[:-1]))
+    if len(data) / 8 + nonempty + f.n / 8 >= f.best_size:
+        return None
     if f.sample_idx is None:
         sd, so = data, offsets
     else:
         sd, so, _ = string_parts(f.sample)
+    # the estimate trains on the sample; the encoding on the whole array unless the
+    # sample holds about as much text as training looks at anyway
+    table = fsst_train(sd, so)
     codes, co = fsst_compress(table, sd, so)
     ns = len(so) - 1
     lens = np.diff(so)
     size = len(codes) + _int_cost(lens, ns) + _int_cost(co, ns + 1, dict_=False)
     size = size * f.n / max(ns, 1) + 9 * len(table) + f.validity_bytes + 3 * _NODE
-    return _Trial(size, lambda: _fsst(f.a, table), table)
+    trial = _Trial(size, lambda: None, table)
+
+    def build() -> Array | None:
+        if len(sd) < 16384 and len(data) > len(sd):
+            trial.params = fsst_train(data, offsets)
+        return _fsst(f.a, trial.params)
+
+    trial.build = build
+    return trial
 
 
 def _datetimeparts(a: Array, params: Any = None) -> Array | None:
@@ -1000,6 +1015,7 @@ class _Compressor:
         for s in ([SCHEMES[0]] if f.kind == "bool" else []) + schemes:
             if f.kind not in s.kinds or s.id in excl or not self.opts.allows(s.id):
                 continue
+            f.best_size = best[0].size if best is not None else float("inf")
             try:
                 t = s.trial(f, self)
             except Exception:
