@@ -89,6 +89,26 @@ def exercise(data: bytes, *, limits: vio.ReaderLimits | None = FUZZ_LIMITS,
         vio.scan(data, limits=limits).to_arrow()
         for f in filters_for(d):
             vio.scan(data, filter=f, limits=limits).to_arrow()
+        if not isinstance(d, dt.Struct):
+            _kernels_on_arrays(data, limits)
+
+
+def _kernels_on_arrays(data: bytes, limits: vio.ReaderLimits | None) -> None:
+    """A stream of plain arrays: the filter kernels and the row gather on its (freshly read,
+    still encoded) arrays, as a one-column table would see them in a scan."""
+    import numpy as np
+
+    from vortex_io.compute.evaluate import evaluate
+    from vortex_io.compute.kernels import mask_true
+    from vortex_io.encodings.struct_ import struct_array
+    from vortex_io.scan import _select
+
+    with vio.StreamReader(data, limits=limits) as r:
+        for b in r:
+            a = b.array
+            wrapped = struct_array(dt.Struct(["v"], [a.dtype]), len(a), [a])
+            for f in filters_for(wrapped.dtype):
+                _check_arrow(_select(a, np.flatnonzero(mask_true(evaluate(f, wrapped)))))
 
 
 def consume(data: bytes, *, limits: vio.ReaderLimits | None = FUZZ_LIMITS,
