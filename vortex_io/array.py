@@ -149,10 +149,10 @@ class Array:
     ) -> None:
         self._enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
         self.dtype = dtype
-        self._len = int(length)
-        self.metadata = bytes(metadata)
-        self.buffers = tuple(buffers)
-        self.children = tuple(children)
+        self._len = length if type(length) is int else int(length)
+        self.metadata = metadata if type(metadata) is bytes else bytes(metadata)
+        self.buffers = buffers if type(buffers) is tuple else tuple(buffers)
+        self.children = children if type(children) is tuple else tuple(children)
         self._stats = stats
         self._cache: dict[str, Any] = {}
 

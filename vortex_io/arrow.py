@@ -88,6 +88,8 @@ _ARROW_TO_PRIM = {v: k for k, v in _PRIM_TO_ARROW.items()}
 def dtype_to_arrow(d: dt.DType) -> pa.DataType:
     """The Arrow type that arrays of dtype ``d`` convert to (strings as ``string``, or as
     ``string_view`` inside ``string_view_output()``)."""
+    if type(d) is dt.Primitive:  # the common case first
+        return _PRIM_TO_ARROW[d.ptype]
     if isinstance(d, dt.Null):
         return pa.null()
     if isinstance(d, dt.Bool):

@@ -76,29 +76,30 @@ class PType(IntEnum):
     F32 = 9
     F64 = 10
 
+    # (the values 0..10 compared as ints: these run for every node decoded)
     @property
     def np_dtype(self) -> np.dtype:
         return _PTYPE_NP[self]
 
     @property
     def byte_width(self) -> int:
-        return _PTYPE_NP[self].itemsize
+        return _PTYPE_WIDTH[self]
 
     @property
     def is_int(self) -> bool:
-        return self <= PType.I64
+        return self <= 7
 
     @property
     def is_unsigned(self) -> bool:
-        return self <= PType.U64
+        return self <= 3
 
     @property
     def is_signed_int(self) -> bool:
-        return PType.I8 <= self <= PType.I64
+        return 4 <= self <= 7
 
     @property
     def is_float(self) -> bool:
-        return self >= PType.F16
+        return self >= 8
 
     @property
     def short(self) -> str:
@@ -106,6 +107,10 @@ class PType(IntEnum):
 
     @classmethod
     def from_numpy(cls, d: Any) -> PType:
+        try:
+            return _NP_TO_PTYPE[d]  # a numpy dtype (dtypes hash and compare by layout)
+        except (KeyError, TypeError):
+            pass
         d = np.dtype(d)
         for p, nd in _PTYPE_NP.items():
             if nd == d:
@@ -132,6 +137,8 @@ _PTYPE_NP = {
     PType.F32: np.dtype("<f4"),
     PType.F64: np.dtype("<f8"),
 }
+_NP_TO_PTYPE = {v: k for k, v in _PTYPE_NP.items()}
+_PTYPE_WIDTH = {k: v.itemsize for k, v in _PTYPE_NP.items()}
 _PTYPE_SHORT = {
     PType.U8: "u8",
     PType.U16: "u16",
@@ -178,6 +185,9 @@ DATE_ID = "vortex.date"
 TIME_ID = "vortex.time"
 
 
+_dtype_to_arrow: Any = None
+
+
 @dataclass(frozen=True)
 class DType:
     """Base of all logical types. Subclasses are frozen dataclasses, hashable and comparable."""
@@ -192,9 +202,10 @@ class DType:
 
     def to_arrow(self) -> Any:
         """The Arrow type values of this dtype convert to (see ``Array.to_arrow``)."""
-        from .arrow import dtype_to_arrow
-
-        return dtype_to_arrow(self)
+        global _dtype_to_arrow
+        if _dtype_to_arrow is None:  # (arrow.py imports this module)
+            from .arrow import dtype_to_arrow as _dtype_to_arrow
+        return _dtype_to_arrow(self)
 
     @property
     def _q(self) -> str:
@@ -230,7 +241,7 @@ class Primitive(DType):
 
     def __init__(self, ptype: PType | int, nullable: bool = False) -> None:
         object.__setattr__(self, "nullable", nullable)
-        object.__setattr__(self, "ptype", PType(ptype))
+        object.__setattr__(self, "ptype", ptype if type(ptype) is PType else PType(ptype))
 
     def __repr__(self) -> str:
         return self.ptype.short + self._q

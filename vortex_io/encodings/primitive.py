@@ -103,12 +103,14 @@ def primitive_values(arr: Array) -> tuple[np.ndarray, np.ndarray | None]:
 def primitive_array(values: np.ndarray, validity: Array | None = None, *,
                     nullable: bool | None = None, ptype: dt.PType | None = None) -> Array:
     """A ``vortex.primitive`` array over a numpy array (zero-copy when contiguous)."""
-    values = np.ascontiguousarray(values)
+    if type(values) is not np.ndarray or values.ndim != 1 or not values.flags.c_contiguous:
+        values = np.ascontiguousarray(values).reshape(-1)
     p = ptype if ptype is not None else dt.PType.from_numpy(values.dtype)
-    values = values.astype(p.np_dtype, copy=False)
+    npd = p.np_dtype
+    if values.dtype != npd:
+        values = values.astype(npd)
     if nullable is None:
         nullable = validity is not None
-    a = Array(PRIMITIVE, dt.Primitive(p, nullable), len(values),
-              buffers=[values.reshape(-1).view(np.uint8)],
-              children=[validity] if validity is not None else [])
-    return a
+    return Array(PRIMITIVE, dt.Primitive(p, nullable), len(values),
+                 buffers=(values.view(np.uint8),),
+                 children=(validity,) if validity is not None else ())
