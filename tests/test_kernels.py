@@ -200,7 +200,7 @@ def int_data(rng: np.random.Generator, t: pa.DataType, n: int, pattern: str) -> 
                                     if hi < 2**63 else np.uint64, endpoint=True))
     elif pattern == "sorted":
         v = np.cumsum(rng.integers(0, 5, n)) + max(lo, -50)
-        v = np.minimum(v, hi)
+        v = np.minimum(v, min(hi, 2**62))
     elif pattern == "runs":
         v = np.repeat(rng.integers(max(lo, -5), min(hi, 5) + 1, n // 20 + 1), 20)[:n]
     elif pattern == "wide":
