@@ -40,6 +40,7 @@ from vortex_io.encodings.dict_ import dict_array, dict_encode
 from vortex_io.encodings.ext import ext_array
 from vortex_io.encodings.for_ import for_encode
 from vortex_io.encodings.fsst import fsst_encode
+from vortex_io.encodings.primitive import primitive_array
 from vortex_io.encodings.runend import runend_encode
 from vortex_io.encodings.sequence import sequence_array, sequence_encode
 from vortex_io.encodings.sparse import sparse_encode
@@ -591,3 +592,25 @@ def test_selective_scan_decodes_few_bytes():
     got = s.to_arrow()
     assert got.equals(table.filter(pc.field("sym") == "AAPL"))
     assert s.stats.bytes_canonicalized < table.nbytes / 10
+
+
+def test_malformed_nodes_raise_vortex_errors():
+    """Kernels validate what they read: bad codes or offsets raise MalformedStreamError,
+    never IndexError."""
+    from vortex_io.encodings.fsst import FSST
+
+    values = vio.array(pa.array(["a", "b"]))
+    bad = dict_array(primitive_array(np.array([0, 1, 7], dtype=np.uint8)), values)
+    for fn in (lambda: compute.compare(bad, "a", "eq"), lambda: compute.is_in(bad, ["b"]),
+               lambda: compute.take(bad, [2]).to_arrow()):
+        with pytest.raises(vio.MalformedStreamError):
+            fn()
+    f = fsst_encode(vio.array(pa.array(["hello", "world", "hello"])))
+    ulen = f.children[0]
+    co_bad = primitive_array(np.array([0, 3, 2, 10**6], dtype=np.uint32))
+    broken = vio.Array(FSST, f.dtype, 3, metadata=f.metadata, buffers=f.buffers,
+                       children=[ulen, co_bad])
+    broken._cache["meta"] = f.meta
+    for fn in (lambda: compute.take(broken, [0, 2]), lambda: compute.compare(broken, "hello", "eq")):
+        with pytest.raises(vio.MalformedStreamError):
+            fn()
