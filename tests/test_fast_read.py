@@ -145,3 +145,69 @@ def test_mutable_metadata_is_not_cached():
     a = _parsed_metadata(enc, b"xy", vio.dtype.int64(), 2)
     b = _parsed_metadata(enc, b"xy", vio.dtype.int64(), 2)
     assert a == b and a is not b
+
+
+# -- FSST: gather + compress decoder against a plain loop ---------------------------------
+
+
+def _fsst_reference(symbols: list[bytes], codes: bytes) -> bytes:
+    out = bytearray()
+    i = 0
+    while i < len(codes):
+        c = codes[i]
+        if c == 255:
+            out.append(codes[i + 1])
+            i += 2
+        else:
+            out += symbols[c]
+            i += 1
+    return bytes(out)
+
+
+def _fsst_case(rng: np.random.Generator, nsym: int, ncodes: int, esc_rate: float):
+    symbols = [bytes(rng.integers(0, 256, int(rng.integers(1, 9)), dtype=np.uint8))
+               for _ in range(nsym)]
+    codes = bytearray()
+    while len(codes) < ncodes:
+        if nsym == 0 or rng.random() < esc_rate:
+            codes += bytes([255, 255 if rng.random() < 0.3 else int(rng.integers(0, 256))])
+        else:
+            codes.append(int(rng.integers(0, nsym)))
+    sym_words = np.array([int.from_bytes(s.ljust(8, b"\0"), "little") for s in symbols],
+                         dtype=np.uint64)
+    lens = np.array([len(s) for s in symbols], dtype=np.uint8)
+    return symbols, bytes(codes), sym_words, lens
+
+
+@pytest.mark.parametrize("block", [7, 64, 1 << 16])
+@pytest.mark.parametrize("nsym,esc_rate", [(0, 1.0), (1, 0.0), (37, 0.05), (255, 0.3)])
+def test_fsst_decompress_matches_a_loop(monkeypatch, block, nsym, esc_rate):
+    from vortex_io.encodings import fsst
+
+    monkeypatch.setattr(fsst, "DECODE_BLOCK", block)
+    rng = np.random.default_rng(nsym * 1000 + block)
+    symbols, codes, words, lens = _fsst_case(rng, nsym, 3000, esc_rate)
+    want = _fsst_reference(symbols, codes)
+    c = np.frombuffer(codes, dtype=np.uint8)
+    got = fsst.fsst_decompress(words, lens, c, len(want))
+    assert got.tobytes() == want
+    assert fsst.fsst_decompress(words, lens, c).tobytes() == want  # size not given
+    with pytest.raises(vio.MalformedStreamError):
+        fsst.fsst_decompress(words, lens, c, len(want) + 1)
+    with pytest.raises(vio.MalformedStreamError):
+        fsst.fsst_decompress(words, lens, c, len(want) - 1)
+
+
+def test_fsst_decompress_rejects_bad_codes():
+    from vortex_io.encodings import fsst
+
+    words = np.array([0x6261], dtype=np.uint64)  # "ab"
+    lens = np.array([2], dtype=np.uint8)
+    with pytest.raises(vio.MalformedStreamError, match="not in the symbol table"):
+        fsst.fsst_decompress(words, lens, np.array([0, 3, 0], dtype=np.uint8), 6)
+    with pytest.raises(vio.MalformedStreamError, match="ends with an escape"):
+        fsst.fsst_decompress(words, lens, np.array([0, 255], dtype=np.uint8), 3)
+    with pytest.raises(vio.MalformedStreamError):
+        fsst.fsst_decompress(words, lens, np.array([0], dtype=np.uint8), 17)  # > 8 per code
+    assert fsst.fsst_decompress(words, lens, np.array([255, 255, 0], dtype=np.uint8),
+                                3).tobytes() == b"\xffab"

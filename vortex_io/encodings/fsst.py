@@ -238,12 +238,41 @@ def validity_from_mask(valid: np.ndarray | None, n: int) -> Array | None:
 # -- decoding --------------------------------------------------------------------------------
 
 
+#: tokens per block in ``fsst_decompress`` (bounds its temporaries: 17 bytes per token)
+DECODE_BLOCK = 1 << 16
+#: _BYTE_MASK[L]: a u64 whose low L bytes are 0x01 (as bools: "keep the first L bytes")
+_BYTE_MASK = np.array([int.from_bytes(b"\x01" * n + b"\x00" * (8 - n), "little") for n in range(9)],
+                      dtype=_U64)
+
+
+def _literal_positions(codes: np.ndarray, what: str) -> np.ndarray:
+    """Positions of the bytes that an escape (255) makes literal, sorted (empty when the
+    stream has no escape)."""
+    p = np.flatnonzero(codes == ESCAPE)
+    if len(p) == 0:
+        return p
+    # a run of 0xFF bytes starts at a code position: escape, literal, escape, ...
+    new_run = np.ones(len(p), dtype=np.bool_)
+    new_run[1:] = p[1:] != p[:-1] + 1
+    run_start = p[np.maximum.accumulate(np.where(new_run, np.arange(len(p)), 0))]
+    esc = p[((p - run_start) & 1) == 0]
+    if esc[-1] == len(codes) - 1:
+        raise MalformedStreamError(f"{what}: the code stream ends with an escape")
+    return esc + 1
+
+
 def fsst_decompress(symbols: np.ndarray, lengths: np.ndarray, codes: np.ndarray,
                     expected: int | None = None, what: str = "vortex.fsst") -> np.ndarray:
     """Decode a whole FSST code stream (vectorized).
 
     ``symbols``: u64 per symbol (little-endian bytes), ``lengths``: u8 per symbol,
     ``codes``: the u8 code stream. ``expected``: the decoded size it must have.
+
+    Every code becomes a token: a symbol, an escape (which emits nothing) or, for the
+    byte after an escape, the literal ``256 + byte``. Tokens are looked up as one 8-byte
+    word and one 8-byte keep-mask (the first ``length`` bytes), and ``np.compress`` of
+    the words' bytes by the masks' bytes is the output: a few passes over the codes,
+    block by block, each block's size checked before it is written.
     """
     nsym = len(symbols)
     m = len(codes)
@@ -251,37 +280,52 @@ def fsst_decompress(symbols: np.ndarray, lengths: np.ndarray, codes: np.ndarray,
         raise MalformedStreamError(
             f"{what}: {m} codes cannot decode to the {expected} uncompressed bytes")
     if m == 0:
+        if expected:
+            raise MalformedStreamError(
+                f"{what}: codes decode to 0 bytes, the uncompressed lengths sum to {expected}")
         return np.zeros(0, np.uint8)
-    lentab = np.zeros(512, dtype=np.int32)
-    symtab = np.zeros(512, dtype=_U64)
-    lentab[:nsym] = lengths
-    symtab[:nsym] = symbols & _MASKS[np.minimum(lengths, 8)]
+    lits = _literal_positions(codes, what)
+    if nsym < ESCAPE:
+        # codes nsym..254 name no symbol (literals may be any byte: they are exempt)
+        bad = (codes >= nsym) & (codes != ESCAPE)
+        if len(lits):
+            bad[lits] = False
+        if bad.any():
+            raise MalformedStreamError(
+                f"{what}: code {int(codes[np.argmax(bad)])} is not in the symbol table")
+    # token tables: 0..254 symbols, 255 the escape (nothing), 256..511 escaped bytes
+    lentab = np.zeros(512, dtype=np.uint8)
+    valtab = np.zeros(512, dtype=_U64)
+    lentab[:nsym] = np.minimum(lengths, 8)
+    valtab[:nsym] = symbols
     lentab[256:] = 1
-    symtab[256:] = np.arange(256, dtype=_U64)
-    is_ff = codes == ESCAPE
-    if is_ff.any():
-        p = np.flatnonzero(is_ff)
-        # a run of 0xFF bytes starts at a code position: escape, literal, escape, ...
-        new_run = np.ones(len(p), dtype=np.bool_)
-        new_run[1:] = p[1:] != p[:-1] + 1
-        run_start = p[np.maximum.accumulate(np.where(new_run, np.arange(len(p)), 0))]
-        esc = p[((p - run_start) & 1) == 0]
-        if esc[-1] == m - 1:
-            raise MalformedStreamError(f"{what}: the code stream ends with an escape")
-        tok = codes.astype(np.int16)
-        tok[esc + 1] += 256
-        keep = np.ones(m, dtype=np.bool_)
-        keep[esc] = False
-        tok = tok[keep]
-    else:
-        tok = codes
-    total = int(lentab[tok].sum(dtype=np.int64)) if expected is None else expected
-    out = np.zeros((total >> 3) + 2, dtype=_U64)
-    written = decode_tokens(out, tok, lentab, symtab, total, what)
-    if written != total:
+    valtab[256:] = np.arange(256, dtype=_U64)
+    masktab = _BYTE_MASK[lentab]
+    limit = 8 * m if expected is None else expected
+    out = np.empty(limit if expected is not None else 0, dtype=np.uint8)
+    parts: list[np.ndarray] = []
+    base = 0
+    for i in range(0, m, DECODE_BLOCK):
+        t = codes[i : i + DECODE_BLOCK].astype(np.intp)
+        if len(lits):
+            lo, hi = np.searchsorted(lits, (i, i + len(t)))
+            t[lits[lo:hi] - i] += 256
+        nb = int(lentab.take(t).sum(dtype=np.int64))
+        if base + nb > limit:
+            raise MalformedStreamError(f"{what}: codes decode to more than {limit} bytes")
+        words = valtab.take(t).view(np.uint8)
+        keep = masktab.take(t).view(np.bool_)
+        if expected is not None:
+            np.compress(keep, words, out=out[base : base + nb])
+        else:
+            parts.append(np.compress(keep, words))
+        base += nb
+    if expected is None:
+        return np.concatenate(parts) if len(parts) != 1 else parts[0]
+    if base != expected:
         raise MalformedStreamError(
-            f"{what}: codes decode to {written} bytes, the uncompressed lengths sum to {total}")
-    return out.view(np.uint8)[:total]
+            f"{what}: codes decode to {base} bytes, the uncompressed lengths sum to {expected}")
+    return out
 
 
 class FSSTEncoding(Encoding):
@@ -356,7 +400,11 @@ class FSSTEncoding(Encoding):
         lo, hi = check_window(co, codes.nbytes, self.id)
         sym, lens = self.symbol_table(arr)
         data = fsst_decompress(sym, lens, codes[lo:hi], total)
-        return varbin_array(arr.dtype, offsets_from_lengths(ulen), data, validity)
+        offsets = offsets_from_lengths(ulen)
+        out = varbin_array(arr.dtype, offsets, data, validity)
+        # offsets summed from checked lengths: monotonic and ending at len(data) already
+        out._cache["offsets"] = offsets.buffers[0].view(offsets.dtype.ptype.np_dtype)
+        return out
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         if len(arr.buffers) == 2:
