@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vortex_io as vio
-from vortex_io.compress import CompressOptions, CompressSession, compress_array
+from vortex_io.compress import CompressOptions, CompressSession, compress_array, scheme_names
 
 from .strategies import arrays
 from .vx_util import our_array_stream, vx_decode_to_arrow
@@ -188,3 +188,150 @@ def test_integer_distributions(n, np_t, bits, null_frac, seed):
     vals = r.integers(lo, hi + 1, n, dtype=np.int64 if info.min < 0 or info.max < 2**63 else np.uint64)
     src = pa.array(vals.astype(np_t), mask=r.random(n) < null_frac)
     check_round_trip(src)
+
+
+# -- what the estimates choose on larger columns (the sample is a small part of them) -------
+
+BIG = 20_000
+_r = np.random.default_rng(11)
+
+
+def _ids(n: int, distinct: int) -> np.ndarray:
+    """Aircraft-tail-number-like strings: ``distinct`` 6-character ids, used uniformly (a
+    1024-row sample of 20k rows then holds ~850 distinct values of 3000)."""
+    letters = np.array(list("ABCDEFGHJKLMNPRSTUVWXYZ"))
+    pool = np.array([f"N{i:03d}{a}{b}" for i, (a, b) in
+                     enumerate(zip(_r.choice(letters, distinct), _r.choice(letters, distinct)))])
+    return pool[_r.integers(0, distinct, n)]
+
+
+def _days(n: int) -> np.ndarray:
+    """Times of day (HHMM-ish ints) sorted within each 'day' of ~900 rows, nulls 3%."""
+    parts = [np.sort(_r.integers(500, 2400, 900)) for _ in range(n // 900 + 1)]
+    return np.concatenate(parts)[:n]
+
+
+_CENTERED = np.round(_r.laplace(0, 3, BIG)).astype(np.int64)
+_OUTLIERS = _r.random(BIG) < 0.005
+_CENTERED[_OUTLIERS] = _r.integers(-3000, 3000, int(_OUTLIERS.sum()))
+
+BIG_SHAPES = {
+    # a dictionary pays even though most sample rows are distinct (3000 values, 20k rows)
+    "repeated_ids": (pa.array(_ids(BIG, 3000)), "vortex.dict"),
+    # 200 values spread over 13 bits: 8-bit codes beat FoR + bit-packing
+    "wide_low_card": (pa.array(_r.choice(_r.integers(17, 5000, 200), BIG)), "vortex.dict"),
+    # sorted runs with resets and nulls: delta (zigzag deltas, resets as patches)
+    "sorted_days": (pa.array(_days(BIG), mask=_r.random(BIG) < 0.03), "fastlanes.delta"),
+    # small values of both signs with rare outliers: zigzag, not FoR
+    "centered": (pa.array(_CENTERED), "vortex.zigzag"),
+    # hourly timestamps over many days: days / seconds / subseconds parts
+    "hourly_ts": (pa.array(np.sort(_r.integers(15_000, 16_000, BIG)) * 86_400
+                           + _r.integers(5, 23, BIG) * 3600, pa.timestamp("s", "UTC")),
+                  "vortex.datetimeparts"),
+}
+
+
+def _forced_sizes(arr: vio.Array) -> dict[str, int]:
+    """Bytes of ``arr`` forced into each scheme that can encode it (children still cascade)."""
+    from vortex_io.compress import encoder_for
+
+    out = {}
+    for sid in scheme_names():
+        if sid in ("vortex.constant", "vortex.sequence"):
+            continue
+        try:
+            out[sid] = encoder_for(sid)(arr).nbytes
+        except Exception:  # the scheme does not apply to this column
+            continue
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(BIG_SHAPES))
+def test_larger_columns_choose_the_cheapest_encoding(name):
+    src, expected = BIG_SHAPES[name]
+    c = check_round_trip(src)
+    assert c.encoding == expected, c.tree()
+    forced = _forced_sizes(vio.array(src))
+    # the estimate picked (within 10%) the smallest of all single-scheme choices
+    assert c.nbytes <= 1.1 * min(forced.values()) + 256, (c.tree(), forced)
+
+
+def test_repeated_strings_get_a_dictionary_with_compressed_values():
+    c = check_round_trip(pa.array(_ids(BIG, 3000)))
+    codes, vals = c.children
+    assert codes.encoding == "fastlanes.bitpacked" and codes.meta.bit_width == 12
+    assert vals.encoding == "vortex.fsst", c.tree()  # 3000 ids: FSST pays on the values
+    assert c.nbytes < vio.array(pa.array(_ids(BIG, 3000))).nbytes / 4
+
+
+def test_rare_nulls_get_a_compressed_validity():
+    src = pa.array(_r.integers(0, 1000, BIG), mask=_r.random(BIG) < 0.01)
+    c = check_round_trip(src)
+    validity = c.children[-1]
+    assert validity.dtype == vio.dtype.Bool(), c.tree()
+    assert validity.encoding in ("vortex.sparse", "vortex.runend"), c.tree()
+    assert validity.nbytes < BIG / 8 / 2  # a bitmap would be BIG / 8
+
+
+def test_nearly_sorted_columns_delta_with_signed_deltas():
+    src, _ = BIG_SHAPES["sorted_days"]
+    c = check_round_trip(src)
+    deltas = c.children[1]
+    # the resets make negative deltas: zigzag or a dictionary of them, never full width
+    assert c.encoding == "fastlanes.delta", c.tree()
+    assert deltas.encoding in ("vortex.zigzag", "vortex.dict"), c.tree()
+    # about 6 bits a row instead of the 11 of FoR + bit-packing
+    assert c.nbytes < BIG * 6 / 8
+
+
+def test_session_replays_fsst_tables_and_alp_exponents():
+    urls = [f"https://example.com/{w}/item/{i}?ref={i % 13}"
+            for w, i in zip(_r.choice(["shop", "blog", "news"], 6000), _r.integers(0, 10**6, 6000))]
+    t = pa.table({"u": urls, "p": np.round(_r.uniform(10, 20, 6000), 2)})
+    sess = CompressSession()
+    outs = [vio.compress(vio.array(b), session=sess) for b in t.to_batches(max_chunksize=2000)]
+    assert sess.searches == 2 and sess.replays == 4
+    us = [o.field("u") for o in outs]
+    ps = [o.field("p") for o in outs]
+    assert all(u.encoding == "vortex.fsst" for u in us) and all(p.encoding == "vortex.alp" for p in ps)
+    assert all(bytes(u.buffers[0]) == bytes(us[0].buffers[0]) for u in us)  # one symbol table
+    assert len({(p.meta.e, p.meta.f) for p in ps}) == 1
+    buf = io.BytesIO()
+    with vio.StreamWriter(buf, t.schema) as w:
+        for o in outs:
+            w.write_batch(o)
+    got = vx_decode_to_arrow(buf.getvalue())
+    theirs = pa.Table.from_batches([pa.RecordBatch.from_struct_array(g) for g in got])
+    assert theirs.column("u").to_pylist() == urls
+    assert theirs.column("p").to_pylist() == t.column("p").to_pylist()
+    assert vio.StreamReader(buf.getvalue()).read_arrow().equals(t)
+
+
+COMPACT = CompressOptions(strict=True, compact=True)
+
+
+def test_compact_mode_zstd_codes_are_smaller_and_decode_everywhere():
+    hours = _r.choice(np.arange(5, 24), BIG, p=np.linspace(1, 3, 19) / np.linspace(1, 3, 19).sum())
+    src = pa.array(np.repeat(hours, 3)[:BIG] * 100)  # runs of 3, skewed: zstd beats 5-bit codes
+    c = check_round_trip(src, COMPACT)
+    assert c.encoding == "vortex.dict" and c.children[0].encoding == "vortex.zstd", c.tree()
+    default = compress_array(vio.array(src), STRICT)
+    assert "vortex.zstd" not in default.tree()  # only compact mode uses zstd
+    assert c.nbytes < 0.7 * default.nbytes
+
+
+def test_compact_stream_decodes_everywhere():
+    t = pa.table({k: v for k, (v, _) in BIG_SHAPES.items()} | {"s": pa.array(_ids(BIG, 50))})
+    buf = io.BytesIO()
+    sess = CompressSession()
+    with vio.StreamWriter(buf, t.schema) as w:
+        for b in t.to_batches(max_chunksize=8192):
+            w.write_batch(vio.compress(vio.array(b), session=sess, options=COMPACT))
+    data = buf.getvalue()
+    assert b"vortex.zstd" in data
+    ours = vio.StreamReader(data).read_arrow()
+    got = vx_decode_to_arrow(data)
+    theirs = pa.Table.from_batches([pa.RecordBatch.from_struct_array(g) for g in got]).cast(t.schema)
+    for name in t.column_names:
+        assert values(ours[name]) == values(t[name]), name
+        assert values(theirs[name]) == values(t[name]), name

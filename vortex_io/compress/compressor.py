@@ -70,6 +70,9 @@ class CompressOptions:
         allow: when set, only these encoding IDs may be chosen (canonical ones always may).
         exclude: encoding IDs never chosen.
         strict: raise when a scheme fails instead of skipping it (for tests).
+        compact: also use ``vortex.zstd`` where it wins (dictionary codes, narrow integers,
+            strings): smaller streams, which vortex_io reads only with the optional
+            ``zstandard`` package. Off by default (as vortex-data's ``with_compact``).
     """
 
     max_depth: int = 4
@@ -79,6 +82,7 @@ class CompressOptions:
     allow: frozenset[str] | None = None
     exclude: frozenset[str] = frozenset()
     strict: bool = False
+    compact: bool = False
 
     def allows(self, encoding_id: str) -> bool:
         if encoding_id in self.exclude:
@@ -108,7 +112,8 @@ def _unsigned(v: np.ndarray) -> np.ndarray:
 
 def _packed(u: np.ndarray, n_rows: int) -> float:
     """Bytes of bit-packing unsigned ``u`` (the valid values of ``n_rows`` slots) at the
-    width vortex-data's cost model picks, patches (index + value) included."""
+    width vortex-data's cost model picks; the values that do not fit become patches, whose
+    indices (sorted) and values get compressed in turn."""
     from ..encodings.bitpacked import best_bit_width, bit_length_histogram
 
     if len(u) == 0:
@@ -117,13 +122,31 @@ def _packed(u: np.ndarray, n_rows: int) -> float:
     hist = bit_length_histogram(u)
     bw = best_bit_width(hist, w)
     exc = int(hist[bw + 1:].sum())
-    return _padded(n_rows) * bw / 8 + exc * (w + _index_width(n_rows)) + (2 * _NODE if exc else 0)
+    size = _padded(n_rows) * bw / 8
+    if exc:
+        vbits = int(np.flatnonzero(hist)[-1])
+        ibits = min(_bits(n_rows), _bits(n_rows // exc) + 2)
+        raw = exc * (w + _index_width(n_rows))
+        size += min(raw, _padded(exc) * (vbits + ibits) / 8 + 2 * _NODE) + 2 * _NODE
+    return size
 
 
 def _delta_bases(n: int, width: int, span: int) -> float:
     """Bytes of the bases of a delta encoding: one per lane per 1024 rows."""
     nb = (_padded(n) // 1024) * (1024 // (8 * width))
     return min(nb * width, _padded(nb) * max(_bits(span), 1) / 8 + _NODE)
+
+
+def _zstd_bytes(v: np.ndarray) -> int:
+    """Bytes of ``v``'s raw little-endian values in one zstd frame (level 3)."""
+    import zstandard
+
+    return len(zstandard.ZstdCompressor(level=3).compress(np.ascontiguousarray(v).tobytes()))
+
+
+def _narrow_codes(codes: np.ndarray, distinct: int) -> np.ndarray:
+    return codes.astype(np.uint8 if distinct <= 1 << 8 else np.uint16 if distinct <= 1 << 16
+                        else np.uint32)
 
 
 def _codes_cost(distinct: int, n: int, runs: int) -> float:
@@ -137,10 +160,11 @@ def _codes_cost(distinct: int, n: int, runs: int) -> float:
 
 
 def _int_cost(v: np.ndarray, n_rows: int | None = None, nulls: int = 0, *,
-              dict_: bool = True) -> float:
+              dict_: bool = True, compact: bool = False) -> float:
     """Estimated bytes of an integer child holding the valid values ``v`` in ``n_rows``
     slots: the cheapest of constant, FoR / bit-packing (with patches), zigzag, run-end,
-    delta (sorted values) and dictionary codes, from histograms and counts."""
+    delta (sorted values) and dictionary codes, from histograms and counts (``compact``:
+    zstd of narrow values and of dictionary codes too)."""
     m = len(v)
     n_rows = m + nulls if n_rows is None else n_rows
     validity = (n_rows + 7) // 8 if nulls else 0
@@ -165,10 +189,16 @@ def _int_cost(v: np.ndarray, n_rows: int | None = None, nulls: int = 0, *,
             best = min(best, _packed(d, n_rows) + _delta_bases(n_rows, v.dtype.itemsize, span) + 4 * _NODE)
         if dict_ and m >= 512 and _bits(span) > 4:
             s = np.sort(v)
-            distinct = 1 + int(np.count_nonzero(s[1:] != s[:-1]))
+            first = np.concatenate(([True], s[1:] != s[:-1]))
+            distinct = int(np.count_nonzero(first))
             if distinct * 2 <= m:
-                best = min(best, _codes_cost(distinct, n_rows, runs)
-                           + distinct * _bits(span) / 8 + 4 * _NODE)
+                codes = _codes_cost(distinct, n_rows, runs)
+                if compact and m >= 4096:
+                    idx = np.searchsorted(s[first], v)
+                    codes = min(codes, _zstd_bytes(_narrow_codes(idx, distinct)) + 2 * _NODE)
+                best = min(best, codes + distinct * _bits(span) / 8 + 4 * _NODE)
+    if compact and m >= 4096 and v.dtype.itemsize <= 2:
+        best = min(best, _zstd_bytes(v) + 2 * _NODE)
     return best + validity
 
 
@@ -207,6 +237,7 @@ class _Facts:
         self.opts = opts
         self.kind = _kind(a.dtype)
         self.best_size = float("inf")  # the best estimate so far (set by the search)
+        self.compact = opts.compact and opts.allows("vortex.zstd")  # may zstd children
 
     # -- primitive and bool values ------------------------------------------------------
     @cached_property
@@ -252,9 +283,20 @@ class _Facts:
             return int(self.arrow.null_count)
         return 0
 
-    @property
-    def validity_bytes(self) -> int:
-        return (self.n + 7) // 8 if self.nulls else 0
+    @cached_property
+    def validity_bytes(self) -> float:
+        """Estimated bytes of the validity: a bitmap, or sparse / run-end booleans."""
+        if not self.nulls:
+            return 0
+        n = self.n
+        best = float((n + 7) // 8)
+        mask = self.mask if self.kind in ("int", "float", "bool") else self.string_parts[2]
+        if mask is None:
+            return best
+        e = min(self.nulls, n - self.nulls)
+        best = min(best, e * _bits(n) / 8 + 4 * _NODE)
+        runs = 1 + int(np.count_nonzero(mask[1:] != mask[:-1]))
+        return min(best, runs * (_bits(n) + 1) / 8 + 3 * _NODE)
 
     @cached_property
     def lo(self) -> Any:
@@ -546,7 +588,8 @@ def _t_delta(f: _Facts, comp: Any) -> _Trial | None:
         return None  # not (nearly) sorted
     d = np.diff(v)  # wrapping, as the encoding does
     bases = _delta_bases(f.n, v.dtype.itemsize, int(f.hi) - int(f.lo))
-    size = _int_cost(d, f.n, dict_=False) + bases + f.validity_bytes + 3 * _NODE
+    size = (_int_cost(d, f.n, dict_=f.compact, compact=f.compact) + bases + f.validity_bytes
+            + 3 * _NODE)
     return _Trial(size, lambda: _delta(f.a))
 
 
@@ -558,20 +601,24 @@ def _dict(a: Array, params: Any = None) -> Array | None:
 
 def _t_dict(f: _Facts, comp: Any) -> _Trial | None:
     if f.kind == "str":
-        return _t_dict_str(f)
+        return _t_dict_str(f, comp)
     m = len(f.vkey)
     if m == 0 or f.distinct * 2 > m:
         return None
     d = f.distinct
     if f.kind == "int":
-        values = _int_cost(f._groups[0], d, dict_=False)
+        values = _int_cost(f._groups[0], d, dict_=False, compact=f.compact)
     else:
         values = d * f.vkey.dtype.itemsize + _NODE
-    size = _codes_cost(d, f.n, f.runs) + values + f.validity_bytes + 2 * _NODE
+    codes = _codes_cost(d, f.n, f.runs)
+    if f.compact and f.n >= 4096:
+        idx = np.searchsorted(f._groups[0], f.vkey)
+        codes = min(codes, _zstd_bytes(_narrow_codes(idx, d)) + 2 * _NODE)
+    size = codes + values + f.validity_bytes + 2 * _NODE
     return _Trial(size, lambda: _dict(f.a))
 
 
-def _t_dict_str(f: _Facts) -> _Trial | None:
+def _t_dict_str(f: _Facts, comp: Any) -> _Trial | None:
     enc = f.string_dict
     if enc is None:
         return None
@@ -583,7 +630,10 @@ def _t_dict_str(f: _Facts) -> _Trial | None:
     vals = enc.dictionary
     data_bytes = vals.buffers()[2].size if vals.buffers()[2] is not None else 0
     values = data_bytes + d * 1.5 + 3 * _NODE
-    size = _codes_cost(d, f.n, runs) + values + 2 * _NODE
+    codes = _codes_cost(d, f.n, runs)
+    if f.compact and f.n >= 4096:
+        codes = min(codes, _zstd_bytes(_narrow_codes(idx, d)) + 2 * _NODE)
+    size = codes + values + 2 * _NODE
     return _Trial(size, lambda: _dict(f.a))
 
 
@@ -602,7 +652,8 @@ def _t_runend(f: _Facts, comp: Any) -> _Trial | None:
     if f.kind == "int":
         rv = f.key[starts]
         rmask = None if f.mask is None else f.mask[starts]
-        values = _int_cost(rv if rmask is None else rv[rmask], r, 0 if rmask is None else r - int(rmask.sum()))
+        values = _int_cost(rv if rmask is None else rv[rmask], r, 0 if rmask is None else r - int(rmask.sum()),
+                           compact=f.compact)
     else:
         values = r * f.key.dtype.itemsize + (r + 7) // 8 * (f.nulls > 0) + _NODE
     return _Trial(ends + values + _NODE, lambda: _runend(f.a))
@@ -623,7 +674,7 @@ def _t_sparse(f: _Facts, comp: Any) -> _Trial | None:
     idx = e * _bits(f.n) / 8 + 2 * _NODE
     if f.kind == "int" and e:
         vals = f.vkey[f.vkey != top] if count >= f.nulls else f.vkey
-        values = _int_cost(vals, e, e - len(vals))
+        values = _int_cost(vals, e, e - len(vals), compact=f.compact)
     else:
         values = e * f.key.dtype.itemsize + _NODE
     return _Trial(idx + values + 2 * _NODE, lambda: _sparse(f.a))
@@ -649,7 +700,8 @@ def _t_alp(f: _Facts, comp: Any) -> _Trial | None:
     m = r.meta
     vals, mask = primitive_values(r.children[0])
     ns = len(s)
-    size = _int_cost(vals if mask is None else vals[mask], ns, 0 if mask is None else ns - int(mask.sum()))
+    size = _int_cost(vals if mask is None else vals[mask], ns, 0 if mask is None else ns - int(mask.sum()),
+                     compact=f.compact)
     if m.patches is not None:
         size += m.patches.len * (f.key.dtype.itemsize + _index_width(f.n)) + 2 * _NODE
     size = size * f.n / max(ns, 1) + _NODE
@@ -677,7 +729,7 @@ def _t_alprd(f: _Facts, comp: Any) -> _Trial | None:
     m = r.meta
     ns = len(s)
     left, _ = primitive_values(r.children[0])
-    size = _int_cost(left, ns, dict_=False) + _padded(ns) * m.right_bit_width / 8 + _NODE
+    size = _int_cost(left, ns, dict_=False, compact=f.compact) + _padded(ns) * m.right_bit_width / 8 + _NODE
     if m.patches is not None:
         size += m.patches.len * (2 + _index_width(f.n)) + 2 * _NODE
     size = size * f.n / max(ns, 1) + f.validity_bytes + 2 * _NODE
@@ -710,7 +762,8 @@ def _t_fsst(f: _Facts, comp: Any) -> _Trial | None:
     codes, co = fsst_compress(table, sd, so)
     ns = len(so) - 1
     lens = np.diff(so)
-    size = len(codes) + _int_cost(lens, ns) + _int_cost(co, ns + 1, dict_=False)
+    size = (len(codes) + _int_cost(lens, ns, compact=f.compact)
+            + _int_cost(co, ns + 1, dict_=False, compact=f.compact))
     size = size * f.n / max(ns, 1) + 9 * len(table) + f.validity_bytes + 3 * _NODE
     trial = _Trial(size, lambda: None, table)
 
@@ -741,7 +794,7 @@ def _t_datetimeparts(f: _Facts, comp: Any) -> _Trial | None:
     for c in r.children:
         vals, mask = primitive_values(c)
         size += _int_cost(vals if mask is None else vals[mask], len(c),
-                          0 if mask is None else len(c) - int(mask.sum()))
+                          0 if mask is None else len(c) - int(mask.sum()), compact=f.compact)
     return _Trial(size, lambda: r)
 
 
@@ -777,7 +830,8 @@ def _t_decimal_byte_parts(f: _Facts, comp: Any) -> _Trial | None:
     if r is None:
         return None
     vals, mask = primitive_values(r.children[0])
-    size = _int_cost(vals if mask is None else vals[mask], f.n, 0 if mask is None else f.n - int(mask.sum()))
+    size = _int_cost(vals if mask is None else vals[mask], f.n, 0 if mask is None else f.n - int(mask.sum()),
+                     compact=f.compact)
     return _Trial(size + _NODE, lambda: r)
 
 
@@ -797,6 +851,29 @@ def _t_bool_runend(f: _Facts, comp: Any) -> _Trial | None:
         return None
     size = f.runs * (_bits(f.n) + 1) / 8 + 3 * _NODE
     return _Trial(size, lambda: _runend(f.a))
+
+
+def _zstd(a: Array, params: Any = None) -> Array | None:
+    from ..encodings.zstd import zstd_encode
+
+    return zstd_encode(a, use_dictionary=False)
+
+
+def _t_zstd(f: _Facts, comp: Any) -> _Trial | None:
+    """Compact mode: zstd over narrow integers (dictionary codes, small parts) or strings."""
+    if not f.compact or f.n < 4096:
+        return None
+    if f.kind == "int":
+        if f.key.dtype.itemsize > 2:
+            return None  # wide values: FoR / bit-packing first, which narrows nothing
+        size = _zstd_bytes(f.vkey)
+    elif f.kind == "str":
+        data, offsets, valid = f.string_parts
+        lens = np.diff(offsets)
+        size = _zstd_bytes(data) + _zstd_bytes(lens if valid is None else lens[valid])
+    else:
+        return None
+    return _Trial(size + f.validity_bytes + 2 * _NODE, lambda: _zstd(f.a))
 
 
 def _k(*kinds: str) -> frozenset[str]:
@@ -822,6 +899,7 @@ SCHEMES: list[Scheme] = [
     Scheme("vortex.alp", _k("float"), _t_alp, _alp),
     Scheme("vortex.alprd", _k("float"), _t_alprd, _alprd),
     Scheme("vortex.fsst", _k("str"), _t_fsst, _fsst),
+    Scheme("vortex.zstd", _k("int", "str"), _t_zstd, _zstd),
 ]
 
 #: schemes for boolean arrays (validity children included); same IDs as above
