@@ -641,16 +641,33 @@ class _Matcher:
         """(length (0: none), code) of the symbol matched at each position of a block.
 
         ``key8``: the 8 bytes from each position (little-endian u64), ``avail``: bytes
-        left in the row (capped at 8; matches never cross rows).
+        left in the row (capped at 8; matches never cross rows). The ways of a slot are
+        filled in order (longest symbol first), so a slot with no symbol in way w has none
+        after it: way 0 is tried at every position, later ways only where the earlier
+        ones held a symbol that did not match.
         """
         s = _prefix_slot(key8)
         ln = np.zeros(len(key8), dtype=np.int8)
         code = np.zeros(len(key8), dtype=np.int16)
-        for w in range(self.ways):
-            lw = self.slot_len[w][s]
-            okw = (lw > 0) & (ln == 0) & (lw <= avail) & ((key8 & _MASKS[lw]) == self.slot_key[w][s])
-            ln[okw] = lw[okw]
-            code[okw] = self.slot_code[w][s][okw]
+        if self.ways:
+            lw = self.slot_len[0][s]
+            has = lw > 0
+            okw = has & (lw <= avail) & ((key8 & _MASKS[lw]) == self.slot_key[0][s])
+            hit = np.flatnonzero(okw)
+            ln[hit] = lw[hit]
+            code[hit] = self.slot_code[0][s[hit]]
+            rest = np.flatnonzero(has & ~okw)
+            for w in range(1, self.ways):
+                if not len(rest):
+                    break
+                sr = s[rest]
+                lw = self.slot_len[w][sr]
+                has = lw > 0
+                okw = has & (lw <= avail[rest]) & ((key8[rest] & _MASKS[lw]) == self.slot_key[w][sr])
+                hit = rest[okw]
+                ln[hit] = lw[okw]
+                code[hit] = self.slot_code[w][sr[okw]]
+                rest = rest[has & ~okw]
         ok = ln > 0
         c2 = self.two[(key8 & _MASKS[2]).astype(np.intp)]
         ok2 = (c2 >= 0) & (avail >= 2)
