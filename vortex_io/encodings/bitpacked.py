@@ -124,6 +124,29 @@ class BitPackedEncoding(Encoding):
         vals = fl.unpack(words, w, m.bit_width, nchunks)[m.offset : m.offset + n]
         return vals.view(p.np_dtype)
 
+    def unpacked_rows(self, arr: Array) -> np.ndarray | None:
+        """The node's values, patched, in ``fastlanes_layout.unpack_rows`` natural row
+        order (unsigned, a fresh array), for a node of whole chunks at offset 0 without
+        validity (``fastlanes.delta``'s deltas); None for any other node."""
+        m: BitPackedMeta = arr.meta
+        n = len(arr)
+        if m.offset or n % 1024 or self._validity_child(arr) is not None:
+            return None
+        w = arr.dtype.ptype.byte_width * 8
+        nchunks = n // 1024
+        words = typed_buffer(arr, 0, fl.UNSIGNED[w], nchunks * 128 * m.bit_width * 8 // w)
+        rows = fl.unpack_rows(words, w, m.bit_width, nchunks)
+        if m.patches is not None and m.patches.len:
+            pv = arr.children[1].canonical()
+            if pv.encoding != "vortex.primitive" or pv.dtype.ptype != arr.dtype.ptype:
+                return None
+            pvals, pmask = primitive_values(pv)
+            if pmask is not None and not pmask.all():
+                raise MalformedStreamError("fastlanes.bitpacked: patch values contain nulls")
+            pos, sel = patch_positions(m.patches, arr.children[0], n)
+            rows.reshape(-1)[fl.rows_index(pos, w, nchunks)] = pvals[sel].view(rows.dtype)
+        return rows
+
     def canonicalize(self, arr: Array) -> Array:
         m: BitPackedMeta = arr.meta
         n = len(arr)

@@ -131,21 +131,39 @@ class DeltaEncoding(Encoding):
         ut = fl.UNSIGNED[w]
         nl = fl.lanes(w)
         bc = arr.children[0].canonical()
-        dc = arr.children[1].canonical()
-        for what, c in (("bases", bc), ("deltas", dc)):
-            if not isinstance(c.dtype, dt.Primitive) or c.dtype.ptype != p:
-                raise MalformedStreamError(f"fastlanes.delta: {what} decoded to {c.dtype!r}")
+        if not isinstance(bc.dtype, dt.Primitive) or bc.dtype.ptype != p:
+            raise MalformedStreamError(f"fastlanes.delta: bases decoded to {bc.dtype!r}")
         bases = primitive_values(bc)[0].view(ut)
-        deltas = primitive_values(dc)[0].view(ut)
         # decode only the chunks the node covers
         c0 = m.offset // 1024
         c1 = (m.offset + len(arr) + 1023) // 1024
         k = c1 - c0
-        tpos, _, _, oinv = _lane_tables(w)
-        lanes_ = deltas[c0 * 1024 : c1 * 1024].reshape(k, 1024)[:, tpos].reshape(k, nl, w)
-        lanes_[:, :, 0] += bases[c0 * nl : c1 * nl].reshape(k, nl)
-        np.cumsum(lanes_, axis=2, dtype=ut, out=lanes_)
-        out = lanes_.reshape(k, 1024)[:, oinv].reshape(-1)
+        # the deltas as a (W, k * LANES) grid in row order: [r, c * LANES + l] is row r of
+        # lane l of chunk c (bit-packed deltas unpack straight into it)
+        dchild = arr.children[1]
+        grid = None
+        if (dchild.encoding == "fastlanes.bitpacked" and dchild.dtype.ptype == p
+                and "canonical" not in dchild._cache):
+            grid = dchild.vtable.unpacked_rows(dchild)
+            if grid is not None and c1 - c0 != len(dchild) // 1024:
+                grid = np.ascontiguousarray(grid.reshape(w, -1, nl)[:, c0:c1]).reshape(w, k * nl)
+        if grid is None:
+            dc = dchild.canonical()
+            if not isinstance(dc.dtype, dt.Primitive) or dc.dtype.ptype != p:
+                raise MalformedStreamError(f"fastlanes.delta: deltas decoded to {dc.dtype!r}")
+            deltas = primitive_values(dc)[0].view(ut)
+            grid = fl.chunk_rows(deltas[c0 * 1024 : c1 * 1024], w, k)
+        # each lane's running sum goes row by row: one add per row over every lane (a
+        # numpy cumsum along axis 0 measured ~10x slower)
+        np.add(grid[0], bases[c0 * nl : c1 * nl], out=grid[0])
+        for r in range(1, w):
+            np.add(grid[r], grid[r - 1], out=grid[r])
+        # rows back to chunk-major (128-byte runs), then each chunk's 1024 slots gathered
+        # into the original order
+        tabs = _row_tables(w)
+        assert tabs is not None  # every FastLanes width is row-contiguous
+        by_chunk = np.ascontiguousarray(grid.view(_V128).reshape(w, k).T)
+        out = np.take(by_chunk.view(ut).reshape(k, 1024), tabs[1], axis=1).reshape(-1)
         start = m.offset - c0 * 1024
         vals = out[start : start + len(arr)].view(p.np_dtype)
         validity = arr.children[2] if len(arr.children) > 2 else None

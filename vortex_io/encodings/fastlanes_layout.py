@@ -38,11 +38,15 @@ __all__ = [
     "inverse_index",
     "lanes",
     "pack",
+    "chunk_rows",
+    "row_blocks",
     "row_plan",
+    "rows_index",
     "transpose_index",
     "unpack",
     "unpack_at",
     "unpack_index",
+    "unpack_rows",
 ]
 
 FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
@@ -258,6 +262,70 @@ def _unpack_rows(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
     if b < w:
         np.bitwise_and(rows, _mask(w, b, ut), out=rows)
     return _to_chunk_order(rows, w, nchunks, split=True)
+
+
+@cache
+def row_blocks(w: int) -> tuple[np.ndarray, np.ndarray]:
+    """(block of each row, row of each block): row r of every lane of a chunk is the
+    contiguous run of LANES values (128 bytes) that is block ``blocks[r]`` of the chunk's
+    W blocks (read-only, cached)."""
+    nl = lanes(w)
+    blocks = (unpack_index(w)[:, 0] // nl).astype(np.intp)
+    rows = np.empty(w, dtype=np.intp)
+    rows[blocks] = np.arange(w)
+    blocks.flags.writeable = False
+    rows.flags.writeable = False
+    return blocks, rows
+
+
+def chunk_rows(values: np.ndarray, w: int, nchunks: int) -> np.ndarray:
+    """Chunk-order values (``nchunks * 1024`` of a W-bit type) as a fresh (W, nchunks *
+    LANES) array in natural row order: ``[r, c * LANES + l]`` is row r of lane l of chunk
+    c (the layout ``unpack_rows`` produces)."""
+    blocks, _ = row_blocks(w)
+    grid = np.ascontiguousarray(values.view(_V128).reshape(nchunks, w).T[blocks])
+    return grid.view(UNSIGNED[w]).reshape(w, nchunks * lanes(w))
+
+
+def rows_index(positions: np.ndarray, w: int, nchunks: int) -> np.ndarray:
+    """Where chunk-order ``positions`` sit in the flattened ``unpack_rows`` layout."""
+    nl = lanes(w)
+    _, row_of = row_blocks(w)
+    p = np.asarray(positions, dtype=np.intp)
+    j = p & 1023
+    return row_of[j // nl] * (nchunks * nl) + (p >> 10) * nl + j % nl
+
+
+def unpack_rows(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
+    """Unpack like ``unpack`` but leave the values in natural row order: a fresh (W,
+    nchunks * LANES) array whose ``[r, c * LANES + l]`` is row r of lane l of chunk c.
+
+    This is the layout the FastLanes delta runs its prefix sums in (row r + 1 of a lane
+    adds to row r), so ``fastlanes.delta`` over bit-packed deltas skips the chunk-order
+    round trip.
+    """
+    ut = UNSIGNED[w]
+    nl = lanes(w)
+    m = nchunks * nl
+    if b == 0 or nchunks == 0:
+        return np.zeros((w, m), dtype=ut)
+    if nchunks < _ROWS_FROM_CHUNKS:
+        return chunk_rows(unpack(words, w, b, nchunks), w, nchunks)
+    wt = _lane_words(words, w, b, nchunks)
+    rows = np.empty((w, m), dtype=ut)
+    tmp = _scratch("tmp", m * ut.itemsize).view(ut)
+    for r, (k, s, spill) in enumerate(row_plan(w, b)):
+        dst = rows[r]
+        if s:
+            np.right_shift(wt[k], s, out=dst)
+        else:
+            dst[...] = wt[k]
+        if spill:
+            np.left_shift(wt[k + 1], w - s, out=tmp)
+            np.bitwise_or(dst, tmp, out=dst)
+    if b < w:
+        np.bitwise_and(rows, _mask(w, b, ut), out=rows)
+    return rows
 
 
 def _gather_unpack(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
