@@ -130,10 +130,12 @@ class StreamWriter:
     """
 
     def __init__(self, sink: Any, dtype: Any, *, metadata: MetadataLike = None,
-                 compress: bool = False, encodings: Mapping[str, str] | None = None) -> None:
+                 compress: Any = False, encodings: Mapping[str, str] | None = None) -> None:
         self.dtype = coerce_dtype(dtype)
         self.metadata = Metadata.coerce(metadata)
-        self.compress = compress or bool(encodings)
+        # compress: a bool, or the CompressOptions to compress with
+        self._options = None if isinstance(compress, bool) else compress
+        self.compress = bool(compress) or bool(encodings)
         self.encodings = dict(encodings) if encodings else None
         self._session: Any = None
         self._sink = _Sink(sink)
@@ -151,7 +153,8 @@ class StreamWriter:
 
             if self._session is None:
                 self._session = CompressSession()
-            return compress(a, encodings=self.encodings, session=self._session)
+            return compress(a, encodings=self.encodings, session=self._session,
+                            options=self._options)
         return a
 
     def write(self, data: Any, *, metadata: MetadataLike = None) -> int:
@@ -264,13 +267,14 @@ class AsyncStreamWriter:
         await self.close()
 
 
-def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: bool = True,
+def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: Any = True,
               chunk_rows: int = 65_536, dtype: Any = None,
               encodings: Mapping[str, str] | None = None) -> int:
     """Write ``data`` as a whole stream, ``chunk_rows`` rows per message; returns bytes written.
 
     ``data``: a ``vortex_io.Array``, Arrow data, numpy array, list, or an object exporting
-    the Arrow PyCapsule interface. ``compress=False`` always writes canonical arrays.
+    the Arrow PyCapsule interface. ``compress=False`` always writes canonical arrays; a
+    ``vortex_io.CompressOptions`` compresses with those options (e.g. ``compact=True``).
     ``encodings`` forces an encoding per column, e.g. ``{"city": "vortex_io.inverted_index"}``.
 
     >>> import io, pyarrow as pa, vortex_io as vio
