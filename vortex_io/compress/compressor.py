@@ -694,6 +694,8 @@ def _t_alp(f: _Facts, comp: Any) -> _Trial | None:
     if f.a.dtype.ptype == dt.PType.F16 or f.nulls == f.n:
         return None
     s = f.sample
+    if s is not f.a and s.children and not primitive_values(s)[1].any():
+        s = f.a  # an all-null sample says nothing: try the whole array
     r = _alp(s)
     if r is None:
         return None
@@ -723,6 +725,8 @@ def _t_alprd(f: _Facts, comp: Any) -> _Trial | None:
     if f.a.dtype.ptype == dt.PType.F16 or f.nulls == f.n:
         return None
     s = f.sample
+    if s is not f.a and s.children and not primitive_values(s)[1].any():
+        s = f.a  # an all-null sample says nothing: try the whole array
     r = _alprd(s)
     if r is None:
         return None
@@ -820,7 +824,10 @@ def _t_ext(f: _Facts, comp: Any) -> _Trial | None:
 def _decimal_byte_parts(a: Array, params: Any = None) -> Array | None:
     from ..encodings.decimal_byte_parts import decimal_byte_parts_encode
 
-    return decimal_byte_parts_encode(a)
+    try:
+        return decimal_byte_parts_encode(a)
+    except ValueError:  # unscaled values wider than 64 bits
+        return None
 
 
 def _t_decimal_byte_parts(f: _Facts, comp: Any) -> _Trial | None:
