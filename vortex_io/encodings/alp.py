@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..errors import MalformedStreamError, UnsupportedError
@@ -88,11 +89,16 @@ class ALPMeta:
 
 def alp_decode_values(enc: np.ndarray, ptype: dt.PType, e: int, f: int) -> np.ndarray:
     """``float(enc) * F10[f] * IF10[e]`` in the float type (a new, writable array)."""
-    out = enc.astype(ptype.np_dtype)
-    if f:  # x * 1.0 is x: skipping it keeps the result bit-identical
-        out *= F10[ptype][f]
+    ft = ptype.np_dtype
+    out = _memory.empty(len(enc), ft)
+    # the first multiply converts as it goes (the loop runs in the float type: the same
+    # rounding as a conversion followed by a multiply); x * 1.0 is x, so f = 0 copies
+    if f:
+        np.multiply(enc, F10[ptype][f], out=out, dtype=ft)
+    else:
+        np.copyto(out, enc, casting="unsafe")
     if e:
-        out *= IF10[ptype][e]
+        np.multiply(out, IF10[ptype][e], out=out)
     return out
 
 

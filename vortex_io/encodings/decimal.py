@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding, typed_view
 from ..errors import MalformedStreamError
@@ -164,10 +165,12 @@ def _compare_i128(buf: np.ndarray, n: int, value: int, op: str) -> np.ndarray:
 def resize_decimal_words(buf: np.ndarray, n: int, width: int, target: int) -> np.ndarray:
     """Sign-extend or truncate little-endian two's-complement integers to ``target`` bytes."""
     if width <= 8:
-        src = typed_buffer_raw(buf, width, n).astype(np.int64)
-        words = np.empty((n, target // 8), dtype=np.int64)
-        words[:, 0] = src
-        words[:, 1:] = (src >> 63)[:, None]
+        # (written in place into a pool buffer: no full-size temporaries)
+        words = _memory.empty(n * (target // 8), np.int64).reshape(n, target // 8)
+        words[:, 0] = typed_buffer_raw(buf, width, n)
+        if target > 8:
+            np.right_shift(words[:, 0], 63, out=words[:, 1])
+            words[:, 2:] = words[:, 1:2]
         return words.reshape(-1).view(np.uint8)
     raw = buf[: n * width].reshape(n, width)
     if target < width:

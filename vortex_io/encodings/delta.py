@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..errors import MalformedStreamError
@@ -162,8 +163,10 @@ class DeltaEncoding(Encoding):
         # into the original order
         tabs = _row_tables(w)
         assert tabs is not None  # every FastLanes width is row-contiguous
-        by_chunk = np.ascontiguousarray(grid.view(_V128).reshape(w, k).T)
-        out = np.take(by_chunk.view(ut).reshape(k, 1024), tabs[1], axis=1).reshape(-1)
+        by_chunk = _memory.empty(k * 1024, ut)
+        by_chunk.view(_V128).reshape(k, w)[...] = grid.view(_V128).reshape(w, k).T
+        out = _memory.empty(k * 1024, ut)
+        np.take(by_chunk.view(ut).reshape(k, 1024), tabs[1], axis=1, out=out.reshape(k, 1024))
         start = m.offset - c0 * 1024
         vals = out[start : start + len(arr)].view(p.np_dtype)
         validity = arr.children[2] if len(arr.children) > 2 else None

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..errors import MalformedStreamError, UnsupportedError
@@ -348,8 +349,9 @@ def take_canonical(values: Array, idx: np.ndarray, valid: np.ndarray | None = No
     enc = values.encoding
     if enc == "vortex.primitive":
         vals, vmask = primitive_values(values)
-        m = _combine(vmask[idx] if vmask is not None else None, valid)
-        return primitive_array(vals[idx], _with_validity(m), nullable=d.nullable, ptype=d.ptype)
+        m = _combine(_memory.take(vmask, idx) if vmask is not None else None, valid)
+        return primitive_array(_memory.take(vals, idx), _with_validity(m), nullable=d.nullable,
+                               ptype=d.ptype)
     if enc == "vortex.bool":
         vals = bool_values(values)
         vmask = validity_mask(values.children[0] if values.children else None, len(values))

@@ -32,6 +32,8 @@ from functools import cache
 
 import numpy as np
 
+from .. import _memory
+
 __all__ = [
     "FL_ORDER",
     "UNSIGNED",
@@ -187,7 +189,7 @@ def _to_chunk_order(rows: np.ndarray, w: int, nchunks: int, split: bool) -> np.n
     128 bytes: they move as single 'V128' items (one grid row g at a time when ``split``:
     fewer concurrent streams, much faster for large u64 arrays)."""
     nblk = w // 8
-    out = np.empty(nchunks * 1024, dtype=UNSIGNED[w])
+    out = _memory.empty(nchunks * 1024, UNSIGNED[w])
     src = rows.reshape(-1).view(_V128).reshape(nblk, 8, nchunks)
     dst = out.view(_V128).reshape(nchunks, 8, nblk)
     if split:
@@ -283,8 +285,10 @@ def chunk_rows(values: np.ndarray, w: int, nchunks: int) -> np.ndarray:
     LANES) array in natural row order: ``[r, c * LANES + l]`` is row r of lane l of chunk
     c (the layout ``unpack_rows`` produces)."""
     blocks, _ = row_blocks(w)
-    grid = np.ascontiguousarray(values.view(_V128).reshape(nchunks, w).T[blocks])
-    return grid.view(UNSIGNED[w]).reshape(w, nchunks * lanes(w))
+    grid = _memory.empty(nchunks * 1024, UNSIGNED[w])
+    np.take(values.view(_V128).reshape(nchunks, w).T, blocks, axis=0,
+            out=grid.view(_V128).reshape(w, nchunks))
+    return grid.reshape(w, nchunks * lanes(w))
 
 
 def rows_index(positions: np.ndarray, w: int, nchunks: int) -> np.ndarray:
@@ -312,7 +316,7 @@ def unpack_rows(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
     if nchunks < _ROWS_FROM_CHUNKS:
         return chunk_rows(unpack(words, w, b, nchunks), w, nchunks)
     wt = _lane_words(words, w, b, nchunks)
-    rows = np.empty((w, m), dtype=ut)
+    rows = _memory.empty(w * m, ut).reshape(w, m)
     tmp = _scratch("tmp", m * ut.itemsize).view(ut)
     for r, (k, s, spill) in enumerate(row_plan(w, b)):
         dst = rows[r]

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..errors import MalformedStreamError
@@ -67,7 +68,7 @@ class FoREncoding(Encoding):
         if fresh and u.flags.writeable:
             np.add(u, ref, out=u)
         else:
-            u = u + ref
+            u = np.add(u, ref, out=_memory.empty(len(u), ut))
         validity = c.children[0] if c.children else None
         return primitive_array(u.view(p.np_dtype), validity, nullable=arr.dtype.nullable)
 

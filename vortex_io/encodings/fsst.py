@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding, typed_view
 from ..errors import LimitExceededError, MalformedStreamError
@@ -154,7 +155,8 @@ def offsets_from_lengths(lengths: np.ndarray) -> Array:
     n = len(lengths)
     total = int(lengths.sum(dtype=np.uint64)) if n else 0
     odt = np.int32 if total < 2**31 else np.int64
-    offs = np.zeros(n + 1, dtype=odt)
+    offs = _memory.empty(n + 1, odt)
+    offs[0] = 0
     np.cumsum(lengths, out=offs[1:], dtype=odt)
     return primitive_array(offs)
 
@@ -302,19 +304,23 @@ def fsst_decompress(symbols: np.ndarray, lengths: np.ndarray, codes: np.ndarray,
     valtab[256:] = np.arange(256, dtype=_U64)
     masktab = _BYTE_MASK[lentab]
     limit = 8 * m if expected is None else expected
-    out = np.empty(limit if expected is not None else 0, dtype=np.uint8)
+    out = _memory.empty(limit if expected is not None else 0, np.uint8)
     parts: list[np.ndarray] = []
     base = 0
     for i in range(0, m, DECODE_BLOCK):
-        t = codes[i : i + DECODE_BLOCK].astype(np.intp)
+        c = codes[i : i + DECODE_BLOCK]
+        # block temporaries in per-thread scratch (fresh ones would page-fault every time)
+        t = _memory.scratch("fsst_tok", len(c), np.intp)
+        np.copyto(t, c)
         if len(lits):
             lo, hi = np.searchsorted(lits, (i, i + len(t)))
             t[lits[lo:hi] - i] += 256
-        nb = int(lentab.take(t).sum(dtype=np.int64))
+        ln = np.take(lentab, t, out=_memory.scratch("fsst_len", len(t), np.uint8))
+        nb = int(ln.sum(dtype=np.int64))
         if base + nb > limit:
             raise MalformedStreamError(f"{what}: codes decode to more than {limit} bytes")
-        words = valtab.take(t).view(np.uint8)
-        keep = masktab.take(t).view(np.bool_)
+        words = np.take(valtab, t, out=_memory.scratch("fsst_words", len(t), _U64)).view(np.uint8)
+        keep = np.take(masktab, t, out=_memory.scratch("fsst_keep", len(t), _U64)).view(np.bool_)
         if expected is not None:
             np.compress(keep, words, out=out[base : base + nb])
         else:
