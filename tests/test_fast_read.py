@@ -277,3 +277,65 @@ def test_decoded_columns_live_in_arrow_memory():
     assert got.column_names == t.column_names
     for name in t.column_names:
         assert got[name].combine_chunks().equals(t[name].combine_chunks()), name
+
+
+# -- read_arrow(threads=) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["vio", "vio-nulls", "vx", "vx-nulls"])
+def test_threaded_read_equals_single_threaded(streams, name):
+    data = streams[name]
+    one = vio.StreamReader(data).read_arrow(threads=1)
+    for n in (2, 3, 8):
+        many = vio.StreamReader(data).read_arrow(threads=n)
+        assert many.equals(one)
+        assert [c.num_chunks for c in many.columns] == [c.num_chunks for c in one.columns]
+    sv1 = vio.StreamReader(data).read_arrow(threads=1, string_view=True)
+    sv4 = vio.StreamReader(data).read_arrow(threads=4, string_view=True)
+    assert sv4.equals(sv1)  # the string_view setting reaches the worker threads
+    assert sv1.schema == sv4.schema
+
+
+def test_threaded_read_of_non_struct_and_chunked_batches():
+    buf = io.BytesIO()
+    vio.write_ipc(buf, pa.chunked_array([pa.array(range(i * 1000, i * 1000 + 1000))
+                                         for i in range(5)]), chunk_rows=1000)
+    one = vio.StreamReader(buf.getvalue()).read_arrow(threads=1)
+    assert vio.StreamReader(buf.getvalue()).read_arrow(threads=3).equals(one)
+    assert one.to_pylist() == list(range(5000))
+
+
+def test_threads_default_follows_pyarrow_cpu_count(monkeypatch):
+    from vortex_io.ipc import reader
+
+    monkeypatch.setattr(pa, "cpu_count", lambda: 1)
+    assert reader._decode_threads(None) == 1
+    monkeypatch.setattr(pa, "cpu_count", lambda: 64)
+    assert reader._decode_threads(None) == 8
+    assert reader._decode_threads(3) == 3
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError):
+            reader._decode_threads(bad)
+
+
+def test_threaded_read_raises_vortex_errors(streams):
+    """A batch that fails to decode on a worker raises the same error as on one thread."""
+    data = bytearray(streams["vio"])
+    msgs = [m for m in parse_stream(bytes(data)) if m.array is not None]
+    m = msgs[1]
+    # overwrite the second batch's buffer bytes: values decode to garbage or fail checks
+    n = len(m.data)
+    fb_len = int.from_bytes(m.data[n - 4 :], "little")
+    body_end = m.offset + n - 4 - fb_len
+    rng = np.random.default_rng(5)
+    data[body_end - 2000 : body_end] = rng.integers(0, 256, 2000, dtype=np.uint8).tobytes()
+    outcomes = []
+    for threads in (1, 3):
+        try:
+            outcomes.append(vio.StreamReader(bytes(data)).read_arrow(threads=threads))
+        except VortexIPCError as e:
+            outcomes.append(type(e))
+    if isinstance(outcomes[0], type):
+        assert outcomes[0] is outcomes[1]
+    else:
+        assert outcomes[1].equals(outcomes[0])

@@ -62,12 +62,37 @@ class Batch:
         return f"Batch(index={self.index}, rows={len(self.array)}, encoding={self.array.encoding}{md})"
 
 
-def _struct_fields_arrow(arr: Array) -> list[Any] | None:
-    """Arrow arrays of the fields of a canonical struct array without validity (None for
-    any other shape: the caller goes through ``Batch.to_arrow``)."""
-    if arr.encoding != "vortex.struct" or len(arr.children) != len(arr.dtype.dtypes):
-        return None
-    return [c.to_arrow() for c in arr.children]
+def _decode_threads(threads: int | None) -> int:
+    """How many threads ``read_arrow`` decodes on (``None``: pyarrow's CPU count, <= 8)."""
+    if threads is None:
+        import pyarrow as pa
+
+        return max(1, min(8, pa.cpu_count()))
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer or None, not {threads!r}")
+    return threads
+
+
+class _Done:
+    """A finished 'future' (the single-threaded path runs tasks on the spot)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def result(self) -> Any:
+        return self._value
+
+
+def _runner(pool: Any) -> Any:
+    """submit(fn) -> object with .result(): on ``pool`` in a copy of the caller's context
+    (string_view output and decode meters are context variables), or right away."""
+    if pool is None:
+        return lambda fn: _Done(fn())
+    import contextvars
+
+    return lambda fn: pool.submit(contextvars.copy_context().run, fn)
 
 
 def _check_stream_message(msg: Message) -> None:
@@ -235,34 +260,54 @@ class StreamReader:
         chunks = [b.array for b in self]
         return chunks[0] if len(chunks) == 1 else chunked_array(chunks, self.dtype)
 
-    def read_arrow(self, *, string_view: bool = False) -> Any:
+    def read_arrow(self, *, string_view: bool = False, threads: int | None = None) -> Any:
         """Every remaining batch as a ``pyarrow.Table`` (struct streams) or ChunkedArray.
 
         ``string_view=True`` decodes strings to Arrow ``string_view`` (what Polars uses
-        natively; dictionary-encoded strings then decode without copying their bytes)."""
+        natively; dictionary-encoded strings then decode without copying their bytes).
+
+        ``threads``: decode on this many threads (messages are still read and their headers
+        parsed in order on the calling thread; the columns of each batch are decoded on a
+        pool, where numpy and pyarrow release the GIL). ``None`` follows
+        ``pyarrow.cpu_count()`` (capped at 8), so ``pa.set_cpu_count(1)`` makes every read
+        single-threaded; ``1`` decodes on the calling thread. The result is the same
+        whatever the count.
+        """
         from ..arrow import string_view_output
 
+        n = _decode_threads(threads)
         with string_view_output(string_view):
-            return self._read_arrow()
+            if n <= 1:
+                return self._read_arrow(None)
+            from concurrent.futures import ThreadPoolExecutor
 
-    def _read_arrow(self) -> Any:
+            with ThreadPoolExecutor(max_workers=n, thread_name_prefix="vortex_io-decode") as ex:
+                return self._read_arrow(ex)
+
+    def _read_arrow(self, pool: Any) -> Any:
         import pyarrow as pa
 
+        run = _runner(pool)
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable and self.dtype.names:
             # columns straight from each batch's fields: no per-batch StructArray/RecordBatch
             schema = self.schema
             cols: list[list[Any]] = [[] for _ in self.dtype.names]
+            pending = []
             for b in self:
-                fields = _struct_fields_arrow(b.array)
-                if fields is None:
-                    fields = b.to_arrow().columns
+                arr = b.array
+                if arr.encoding == "vortex.struct" and len(arr.children) == len(arr.dtype.dtypes):
+                    pending.append([run(c.to_arrow) for c in arr.children])
+                else:
+                    pending.append(run(lambda b=b: b.to_arrow().columns))
+            for p in pending:
+                fields = [f.result() for f in p] if isinstance(p, list) else p.result()
                 for col, f in zip(cols, fields):
                     col.extend(f.chunks if isinstance(f, pa.ChunkedArray) else (f,))
             return pa.Table.from_arrays(
                 [pa.chunked_array([c if c.type == fld.type else c.cast(fld.type) for c in col],
                                   type=fld.type) for col, fld in zip(cols, schema)],
                 schema=schema)
-        batches = [b.to_arrow() for b in self]
+        batches = [f.result() for f in [run(b.to_arrow) for b in self]]
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable:
             return pa.Table.from_batches(batches, schema=self.schema)
         return pa.chunked_array(batches, type=self.dtype.to_arrow())
