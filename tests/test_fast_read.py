@@ -339,3 +339,39 @@ def test_threaded_read_raises_vortex_errors(streams):
         assert outcomes[0] is outcomes[1]
     else:
         assert outcomes[1].equals(outcomes[0])
+
+
+# -- dictionaries of fixed-width strings: byte-row gather -------------------------------------
+
+
+@pytest.mark.parametrize("w", [1, 2, 3, 5, 8, 16, 17])
+@pytest.mark.parametrize("nulls", ["none", "codes", "values", "both"])
+@pytest.mark.parametrize("binary", [False, True])
+def test_fixed_width_dict_strings_match_arrow_take(w, nulls, binary):
+    from vortex_io.arrow import from_arrow
+    from vortex_io.encodings.bool_ import bool_array
+    from vortex_io.encodings.dict_ import _fixed_width_take, dict_array
+    from vortex_io.encodings.primitive import primitive_array
+
+    rng = np.random.default_rng(w * 10 + len(nulls))
+    words = ["".join(chr(97 + int(c)) for c in rng.integers(0, 26, w)) for _ in range(7)]
+    vals: list = [x.encode() if binary else x for x in words]
+    if nulls in ("values", "both"):
+        vals[3] = None
+    typ = pa.binary() if binary else pa.string()
+    dictionary = pa.array(vals, typ)
+    n = 5000
+    codes = rng.integers(0, len(vals), n).astype(np.uint8)
+    cvalid = None
+    if nulls in ("codes", "both"):
+        cvalid = rng.random(n) > 0.2
+    want = dictionary.take(pa.array(codes, mask=None if cvalid is None else ~cvalid))
+    fast = _fixed_width_take(dictionary, codes, cvalid)
+    assert (fast is None) == (w > 16)
+    values = from_arrow(dictionary)
+    codes_arr = primitive_array(codes, None if cvalid is None else bool_array(cvalid),
+                                nullable=cvalid is not None)
+    d = dict_array(codes_arr, values, dtype=values.dtype.with_nullable(True))
+    got = d.to_arrow()
+    assert got.type == want.type and got.equals(want)
+    assert d.canonical().to_arrow().equals(want)

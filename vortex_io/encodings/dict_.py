@@ -407,8 +407,57 @@ def _arrow_gather(values: Array, idx: np.ndarray, valid: np.ndarray | None,
             check_decoded_size(total, f"gather of {len(idx)} strings", limits)
             if total > 2**31 - 1:
                 a = a.cast(pa.large_string() if pa.types.is_string(a.type) else pa.large_binary())
+    if pa.types.is_string(a.type) or pa.types.is_binary(a.type):
+        fixed = _fixed_width_take(a, idx, valid)
+        if fixed is not None:
+            return fixed
     ind = pa.array(idx, mask=None if valid is None else ~valid)
     return a.take(ind)
+
+
+#: string dictionaries whose values all have one length up to this gather as byte rows
+FIXED_WIDTH_MAX = 16
+_FIXED_DICT_MAX = 4096
+
+
+def _fixed_width_take(a: Any, idx: np.ndarray, valid: np.ndarray | None) -> Any:
+    """``a.take(idx)`` (nulls where ``valid`` is False) for a ``string``/``binary``
+    dictionary whose non-null values all have the same length W <= ``FIXED_WIDTH_MAX``
+    (flags, codes, airports...): the values become a (len, W) byte matrix and its rows
+    are gathered as one W-byte item each (Arrow's take copies value by value: 2-4x
+    slower). None for any other dictionary."""
+    import pyarrow as pa
+
+    m, n = len(a), len(idx)
+    if not 0 < m <= _FIXED_DICT_MAX or n == 0:
+        return None
+    bufs = a.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int32)[a.offset : a.offset + m + 1]
+    lens = np.diff(offs)
+    vmask = a.is_valid().to_numpy(zero_copy_only=False) if a.null_count else None
+    live = lens if vmask is None else lens[vmask]
+    if len(live) == 0:
+        return None
+    w = int(live[0])
+    if not 0 < w <= FIXED_WIDTH_MAX or n * w > 2**31 - 1 or bool((live != w).any()):
+        return None
+    data = np.frombuffer(bufs[2], dtype=np.uint8)
+    rows = np.arange(m) if vmask is None else np.flatnonzero(vmask)
+    mat = np.zeros((m, w), dtype=np.uint8)  # null values' rows stay zero (their slots are null)
+    mat[rows] = data[offs[rows, None] + np.arange(w)]
+    item = np.dtype(f"<u{w}") if w in (1, 2, 4, 8) else np.dtype(f"V{w}")
+    out = _memory.take(mat.view(item).reshape(m), idx)
+    offsets = np.arange(0, (n + 1) * w, w, dtype=np.int32)
+    ok = valid
+    if vmask is not None:
+        vm = _memory.take(vmask, idx)
+        ok = vm if ok is None else ok & vm
+    bitmap = None
+    if ok is not None and not ok.all():
+        bitmap = pa.py_buffer(np.packbits(ok, bitorder="little"))
+    return pa.Array.from_buffers(a.type, n, [bitmap, pa.py_buffer(offsets),
+                                             pa.py_buffer(out.view(np.uint8))],
+                                 null_count=-1 if bitmap is not None else 0)
 
 
 def repeat_canonical(values: Array, counts: np.ndarray, dtype: dt.DType | None = None, *,
