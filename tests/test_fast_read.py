@@ -375,3 +375,43 @@ def test_fixed_width_dict_strings_match_arrow_take(w, nulls, binary):
     got = d.to_arrow()
     assert got.type == want.type and got.equals(want)
     assert d.canonical().to_arrow().equals(want)
+
+
+# -- datetimeparts with constant parts; numeric constants canonicalize without Arrow ----------
+
+
+@pytest.mark.parametrize("secs,subs", [(0, 0), (3600, 0), (59, 999), (None, 7)])
+def test_datetimeparts_constant_parts_match_arrays(secs, subs):
+    from vortex_io.encodings.constant import constant_array
+    from vortex_io.encodings.datetimeparts import datetimeparts_encode
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    days = rng.integers(-20_000, 20_000, n).astype(np.int64) * 86_400_000
+    s = rng.integers(0, 86_400, n) if secs is None else np.full(n, secs)
+    ms = days + s * 1000 + subs
+    valid = rng.random(n) > 0.1
+    ts = pa.array(ms, pa.timestamp("ms"), mask=~valid)
+    enc = datetimeparts_encode(vio.array(ts))
+    kids = list(enc.children)
+    if secs is not None:  # the writer's parts replaced by constants (as vortex-data writes)
+        kids[1] = constant_array(secs, n, vio.dtype.Primitive(kids[1].dtype.ptype))
+    kids[2] = constant_array(subs, n, vio.dtype.Primitive(kids[2].dtype.ptype))
+    arr = vio.Array(enc.vtable, enc.dtype, n, metadata=enc.metadata, children=kids)
+    assert arr.to_arrow().equals(ts)
+
+
+def test_numeric_constant_canonicalizes_like_arrow():
+    from vortex_io.encodings.constant import constant_array
+
+    for d, v in [(vio.dtype.int64(), -5), (vio.dtype.uint64(True), 2**64 - 1),
+                 (vio.dtype.float16(), 1.5), (vio.dtype.float32(), -0.0),
+                 (vio.dtype.int8(True), None)]:
+        a = constant_array(v, 70_000, d)
+        c = a.canonical()
+        want = a.vtable.to_arrow(a)
+        got = c.to_arrow()
+        assert got.type == want.type and got.equals(want), (d, v)
+        if v is not None:
+            assert c.encoding == "vortex.primitive"
+            assert got.to_numpy()[:1].tobytes() == want.to_numpy()[:1].tobytes()  # -0.0 kept

@@ -57,6 +57,19 @@ class ConstantEncoding(Encoding):
             return pa.array([], type=t)
         return pa.repeat(scalar, n)
 
+    def canonicalize(self, arr: Array) -> Array:
+        """Numbers fill a buffer straight away (other dtypes go through Arrow)."""
+        d = arr.dtype
+        v = constant_value(arr)
+        if type(d) is not dt.Primitive or v is None:
+            return super().canonicalize(arr)
+        from .. import _memory
+        from .primitive import primitive_array
+
+        vals = _memory.empty(len(arr), d.ptype.np_dtype)
+        vals.fill(v)
+        return primitive_array(vals, nullable=d.nullable, ptype=d.ptype)
+
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         a = Array(self, arr.dtype, stop - start, buffers=arr.buffers)
         if "value" in arr._cache:

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..errors import MalformedStreamError
@@ -35,6 +36,24 @@ class DateTimePartsMeta(NamedTuple):
     days_ptype: dt.PType
     seconds_ptype: dt.PType
     subseconds_ptype: dt.PType
+
+
+def _part(a: Array, n: int, what: str) -> np.ndarray | int:
+    """The seconds or subseconds child: an int when it is a (non-null) constant, else its
+    values (integers without nulls)."""
+    if a.encoding == "vortex.constant" and isinstance(a.dtype, dt.Primitive) and a.dtype.ptype.is_int:
+        from .constant import constant_value
+
+        v = constant_value(a)
+        if v is not None:
+            if len(a) != n:
+                raise MalformedStreamError(
+                    "vortex.datetimeparts children do not match the array length")
+            return (int(v) + 2**63) % 2**64 - 2**63  # wrapped to i64, as the arrays are
+    vals = canonical_ints(a, what)
+    if len(vals) != n:
+        raise MalformedStreamError("vortex.datetimeparts children do not match the array length")
+    return vals
 
 
 def _ticks(dtype: dt.DType) -> int:
@@ -78,16 +97,30 @@ class DateTimePartsEncoding(Encoding):
         if not (isinstance(days_c.dtype, dt.Primitive) and days_c.dtype.ptype.is_int):
             raise MalformedStreamError(f"vortex.datetimeparts days must be integers, not {days_c.dtype!r}")
         days = primitive_raw(days_c)
-        secs = canonical_ints(arr.children[1], "vortex.datetimeparts seconds")
-        subs = canonical_ints(arr.children[2], "vortex.datetimeparts subseconds")
         n = len(arr)
-        if not len(days) == len(secs) == len(subs) == n:
+        secs = _part(arr.children[1], n, "vortex.datetimeparts seconds")
+        subs = _part(arr.children[2], n, "vortex.datetimeparts subseconds")
+        if len(days) != n:
             raise MalformedStreamError("vortex.datetimeparts children do not match the array length")
-        # wrapping i64 arithmetic, like the reference (u64 parts are reinterpreted)
+        # wrapping i64 arithmetic, like the reference (u64 parts are reinterpreted); the
+        # parts widen inside the ufuncs, constant parts (a whole-second or whole-day column)
+        # are added as scalars
+        i64 = np.dtype(np.int64)
+        out = _memory.empty(n, i64)
         with np.errstate(over="ignore"):
-            out = days.astype(np.int64) * np.int64(SECONDS_PER_DAY * d)
-            out += secs.astype(np.int64) * np.int64(d)
-            out += subs.astype(np.int64)
+            np.multiply(days, np.int64(SECONDS_PER_DAY * d), out=out, dtype=i64, casting="unsafe")
+            if isinstance(secs, int):
+                if secs:
+                    np.add(out, np.int64(secs) * np.int64(d), out=out)
+            else:
+                tmp = _memory.scratch("dtp", n, i64)
+                np.multiply(secs, np.int64(d), out=tmp, dtype=i64, casting="unsafe")
+                np.add(out, tmp, out=out)
+            if isinstance(subs, int):
+                if subs:
+                    np.add(out, np.int64(subs), out=out)
+            else:
+                np.add(out, subs, out=out, dtype=i64, casting="unsafe")
         validity = days_c.children[0] if days_c.children else None
         storage = primitive_array(out, validity, nullable=arr.dtype.nullable)
         return ext_array(arr.dtype, storage)
