@@ -413,3 +413,30 @@ def test_async_reader_over_a_read_only_source_with_short_reads(k):
     with pytest.raises(vio.TruncatedStreamError) as ei:
         asyncio.run(read(data[:-7]))
     assert ei.value.offset == len(data) - 7
+
+
+def test_writer_finishes_short_writes_of_raw_sinks():
+    """A raw sink may accept fewer bytes than offered; the writer must finish each part."""
+    import io
+
+    import pyarrow as pa
+
+    class ThreeBytesAtATime(io.RawIOBase):
+        def __init__(self) -> None:
+            self.buf = bytearray()
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, b) -> int:
+            chunk = bytes(memoryview(b)[:3])
+            self.buf += chunk
+            return len(chunk)
+
+    sink = ThreeBytesAtATime()
+    t = pa.table({"x": list(range(1000)), "s": ["a", "bb"] * 500})
+    with vio.StreamWriter(sink, t.schema, metadata={"k": "v"}) as w:
+        w.write(t, metadata={"batch": "0"})
+    with vio.StreamReader(bytes(sink.buf)) as r:
+        assert dict(r.metadata) == {b"k": b"v"}
+        assert r.read_arrow().equals(t)

@@ -96,7 +96,12 @@ class _Sink:
     def write(self, parts: list[Any]) -> None:
         w = self._write
         for p in parts:
-            w(p if not hasattr(p, "dtype") else memoryview(p))
+            mv = memoryview(p).cast("B")
+            n = w(mv)
+            # raw (unbuffered) files and pipes may write less than asked: finish the part
+            while n is not None and n < len(mv):
+                mv = mv[n:]
+                n = w(mv)
 
     def flush(self) -> None:
         if self._flush is not None:
