@@ -24,18 +24,33 @@ def squash(a):
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
 
+def _plain(t: pa.DataType) -> pa.DataType:
+    """``t`` with every temporal type (nested ones too) replaced by its integer storage."""
+    if pa.types.is_timestamp(t) or pa.types.is_date64(t) or pa.types.is_time64(t) \
+            or pa.types.is_duration(t):
+        return pa.int64()
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        return pa.int32()
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        f = t.value_field
+        inner = f.with_type(_plain(f.type))
+        if pa.types.is_fixed_size_list(t):
+            return pa.list_(inner, t.list_size)
+        return pa.large_list(inner) if pa.types.is_large_list(t) else pa.list_(inner)
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_plain(t.field(i).type)) for i in range(t.num_fields)])
+    return t
+
+
 def values(a: pa.Array) -> list:
-    """Python values, NaN comparable; temporal values as their integer storage (Python's
-    datetime cannot hold every timestamp)."""
+    """Python values, NaN comparable; temporal values (nested ones too) as their integer
+    storage (Python's datetime cannot hold every timestamp)."""
     def norm(v):
         return ("NaN",) if isinstance(v, float) and v != v else v
 
     a = squash(a)
-    t = a.type
-    if pa.types.is_timestamp(t) or pa.types.is_date64(t) or pa.types.is_time64(t):
-        a = a.view(pa.int64())
-    elif pa.types.is_date32(t) or pa.types.is_time32(t):
-        a = a.view(pa.int32())
+    if any(k in str(a.type) for k in ("timestamp", "date", "time", "duration")):
+        a = a.cast(_plain(a.type))
     return [norm(v) for v in a.to_pylist()]
 
 

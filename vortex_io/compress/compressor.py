@@ -476,7 +476,10 @@ def _constant(a: Array, params: Any = None) -> Array | None:
             arr = arr.combine_chunks()
         if arr.null_count == n:
             return constant_array(None, n, a.dtype) if a.dtype.nullable else None
-        if arr.null_count or not pc.all(pc.equal(arr, arr[0])).as_py():
+        try:
+            if arr.null_count or not pc.all(pc.equal(arr, arr[0])).as_py():
+                return None
+        except pa.ArrowNotImplementedError:  # e.g. decimals of a negative scale
             return None
         v = arr[0].as_py()
         if isinstance(a.dtype, dt.Decimal):
