@@ -312,7 +312,8 @@ class Array:
 class ArrayParts:
     """What a node carries on the wire, handed to ``Encoding.build`` during decoding."""
 
-    __slots__ = ("_builder", "_children", "buffers", "depth", "encoding_id", "metadata", "stats")
+    __slots__ = ("_builder", "_children", "buffers", "depth", "encoding_id", "limits", "metadata",
+                 "nchildren", "stats")
 
     def __init__(self, encoding_id, metadata, buffers, children, builder, stats, depth) -> None:
         self.encoding_id = encoding_id
@@ -322,10 +323,10 @@ class ArrayParts:
         self._builder = builder
         self.stats = stats
         self.depth = depth
-
-    @property
-    def nchildren(self) -> int:
-        return len(self._children)
+        #: how many children the node has on the wire
+        self.nchildren = len(children)
+        #: the reader's limits (``DEFAULT_LIMITS`` for a builder without any)
+        self.limits: ReaderLimits = getattr(builder, "limits", DEFAULT_LIMITS)
 
     def child(self, i: int, dtype: dt.DType, length: int) -> Array:
         """Decode child ``i`` with the dtype and length its parent derived for it."""
@@ -336,10 +337,6 @@ class ArrayParts:
         if length < 0:
             raise MalformedStreamError(f"{self.encoding_id}: child {i} has negative length")
         return self._builder(self._children[i], dtype, length, self.depth + 1)
-
-    @property
-    def limits(self) -> ReaderLimits:
-        return getattr(self._builder, "limits", DEFAULT_LIMITS)
 
 
 # -- encodings ---------------------------------------------------------------------------

@@ -111,6 +111,9 @@ _U16 = struct.Struct("<H")
 #: the vtable entries of the first k fields of a table (k = 0..5; ArrayNode has 5 fields)
 _VT_FIELDS = tuple(struct.Struct(f"<{k}H") for k in range(6))
 _ABSENT = (0, 0, 0, 0, 0)
+#: n little-endian u32 / u16 at once, for the usual small n
+_U32N = tuple(struct.Struct(f"<{n}I") for n in range(17))
+_U16N = tuple(struct.Struct(f"<{n}H") for n in range(17))
 
 
 def _bad(what: str) -> MalformedStreamError:
@@ -239,21 +242,30 @@ class _Builder:
         if enc is None:
             enc = self._encs[ei] = get_encoding(enc_id)
         meta = b""
-        if o_meta:
-            s, n = _vector(buf, size, pos + o_meta, 1, "metadata")
-            meta = bytes(buf[s : s + n])
+        if o_meta:  # (the vector read inline: every node has one)
+            p = pos + o_meta
+            t = p + _U32.unpack_from(buf, p)[0] if p + 4 <= size else -1
+            if t < 0 or t + 4 > size or t == p:
+                raise MalformedStreamError(
+                    "flatbuffer field ArrayNode.metadata points outside the header")
+            n = _U32.unpack_from(buf, t)[0]
+            if t + 4 + n > size:
+                raise MalformedStreamError(
+                    f"flatbuffer vector ArrayNode.metadata of {n} elements runs past the header")
+            meta = bytes(buf[t + 4 : t + 4 + n])
         kids: list[int] | tuple[()] = ()
         if o_kids:
             s, n = _vector(buf, size, pos + o_kids, 4, "children")
             if n:
                 # child tables by absolute position (each is checked when it is built)
-                kids = [s + 4 * i + r for i, r in enumerate(struct.unpack_from(f"<{n}I", buf, s))]
+                rel = (_U32N[n] if n < len(_U32N) else struct.Struct(f"<{n}I")).unpack_from(buf, s)
+                kids = [s + 4 * i + r for i, r in enumerate(rel)]
         bufs: list[np.ndarray] = []
         if o_bufs:
             s, n = _vector(buf, size, pos + o_bufs, 2, "buffers")
             if n:
                 # struct, not numpy: nodes name a handful of buffers and this runs once per node
-                idx = struct.unpack_from(f"<{n}H", buf, s)
+                idx = (_U16N[n] if n < len(_U16N) else struct.Struct(f"<{n}H")).unpack_from(buf, s)
                 if max(idx) >= len(self.buffers):
                     raise MalformedStreamError(
                         f"{enc_id} node names buffer #{max(idx)}; the message has {len(self.buffers)}"
