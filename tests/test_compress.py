@@ -353,3 +353,14 @@ def test_compact_stream_decodes_everywhere():
     for name in t.column_names:
         assert values(ours[name]) == values(t[name]), name
         assert values(theirs[name]) == values(t[name]), name
+
+
+def test_compact_mode_onpair_for_long_text():
+    words = np.array("the quick brown fox jumps over lazy dogs furiously final deposits "
+                     "sleep among pending requests".split())
+    text = pa.array([" ".join(_r.choice(words, _r.integers(3, 9))) for _ in range(BIG)])
+    c = check_round_trip(text, COMPACT)
+    assert c.encoding == "vortex.onpair", c.tree()
+    default = compress_array(vio.array(text), STRICT)
+    assert default.encoding == "vortex.fsst", default.tree()  # OnPair only in compact mode
+    assert c.nbytes < default.nbytes

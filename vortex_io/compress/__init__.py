@@ -13,11 +13,12 @@ Per-column control with ``encodings``: a string forces that encoding
 (``{"city": "vortex_io.inverted_index"}``), a collection of IDs restricts the search to
 them (``{"price": ["vortex.alp"]}``), and an empty collection keeps the column canonical.
 
-``CompressOptions(compact=True)`` also lets the search use ``vortex.zstd`` (entropy coding)
-where it wins: dictionary codes, narrow integer parts, strings. Streams get smaller (on the
-bench datasets below Parquet + zstd) but reading them back with vortex_io needs the optional
-``zstandard`` package (vortex-data always reads them); strings in zstd decode slower than
-FSST. Like vortex-data's ``with_compact``, it is off by default.
+``CompressOptions(compact=True)`` (also ``write_ipc(..., compress=CompressOptions(...))``)
+lets the search use ``vortex.zstd`` (entropy coding) where it wins: dictionary codes, narrow
+integer parts, strings without a useful dictionary; and ``vortex.onpair`` for long text.
+Streams get smaller (on the bench datasets well below Parquet + zstd), encoding gets slower
+on text, and reading them back with vortex_io needs the optional ``zstandard`` package
+(vortex-data always reads them). Like vortex-data's ``with_compact``, it is off by default.
 """
 
 from __future__ import annotations
