@@ -409,9 +409,10 @@ def test_numeric_constant_canonicalizes_like_arrow():
                  (vio.dtype.int8(True), None)]:
         a = constant_array(v, 70_000, d)
         c = a.canonical()
-        want = a.vtable.to_arrow(a)
-        got = c.to_arrow()
-        assert got.type == want.type and got.equals(want), (d, v)
+        t = d.to_arrow()
+        want = pa.repeat(pa.scalar(np.float16(v) if t == pa.float16() else v, t), 70_000)
+        for got in (c.to_arrow(), a.to_arrow()):
+            assert got.type == want.type and got.equals(want), (d, v)
         if v is not None:
             assert c.encoding == "vortex.primitive"
-            assert got.to_numpy()[:1].tobytes() == want.to_numpy()[:1].tobytes()  # -0.0 kept
+            assert np.signbit(c.to_numpy()[0]) == np.signbit(want.to_numpy()[0])  # -0.0 kept
