@@ -142,12 +142,10 @@ class DeltaEncoding(Encoding):
         # the deltas as a (W, k * LANES) grid in row order: [r, c * LANES + l] is row r of
         # lane l of chunk c (bit-packed deltas unpack straight into it)
         dchild = arr.children[1]
-        grid = None
-        if (dchild.encoding == "fastlanes.bitpacked" and dchild.dtype.ptype == p
-                and "canonical" not in dchild._cache):
-            grid = dchild.vtable.unpacked_rows(dchild)
-            if grid is not None and c1 - c0 != len(dchild) // 1024:
-                grid = np.ascontiguousarray(grid.reshape(w, -1, nl)[:, c0:c1]).reshape(w, k * nl)
+        same = isinstance(dchild.dtype, dt.Primitive) and dchild.dtype.ptype == p
+        grid = _row_grid(dchild, w) if same else None
+        if grid is not None and c1 - c0 != len(dchild) // 1024:
+            grid = np.ascontiguousarray(grid.reshape(w, -1, nl)[:, c0:c1]).reshape(w, k * nl)
         if grid is None:
             dc = dchild.canonical()
             if not isinstance(dc.dtype, dt.Primitive) or dc.dtype.ptype != p:
@@ -259,6 +257,39 @@ class DeltaEncoding(Encoding):
 
 
 DELTA = register_encoding(DeltaEncoding())
+
+
+def _row_grid(a: Array, w: int) -> np.ndarray | None:
+    """The deltas child as a fresh (W, chunks * LANES) row grid of unsigned values when it
+    unpacks straight into one: ``fastlanes.bitpacked``, or ``vortex.zigzag`` /
+    ``fastlanes.for`` over it (both are elementwise: they apply to the grid in place).
+    None when the child is anything else or was already decoded."""
+    if "canonical" in a._cache or not isinstance(a.dtype, dt.Primitive):
+        return None
+    if a.encoding == "fastlanes.bitpacked":
+        return a.vtable.unpacked_rows(a)
+    if a.encoding not in ("vortex.zigzag", "fastlanes.for") or len(a.children) != 1:
+        return None
+    inner = a.children[0]
+    if (inner.encoding != "fastlanes.bitpacked" or "canonical" in inner._cache
+            or not isinstance(inner.dtype, dt.Primitive)
+            or inner.dtype.ptype.byte_width * 8 != w):
+        return None
+    if a.encoding == "vortex.zigzag" and inner.dtype.ptype != a.dtype.ptype.to_unsigned():
+        return None
+    if a.encoding == "fastlanes.for" and inner.dtype.ptype != a.dtype.ptype:
+        return None
+    grid = inner.vtable.unpacked_rows(inner)
+    if grid is None:
+        return None
+    if a.encoding == "vortex.zigzag":
+        from .zigzag import zigzag_decode_values
+
+        zigzag_decode_values(grid, out=grid)
+    else:
+        ut = fl.UNSIGNED[w]
+        np.add(grid, ut.type(a.meta & ((1 << w) - 1)), out=grid)
+    return grid
 
 
 def delta_array(bases: Array, deltas: Array, offset: int, length: int,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..errors import MalformedStreamError
@@ -24,12 +25,19 @@ __all__ = ["ZigZagEncoding", "ZIGZAG", "zigzag_array", "zigzag_encode", "zigzag_
            "zigzag_encode_values"]
 
 
-def zigzag_decode_values(u: np.ndarray) -> np.ndarray:
-    """Unsigned zigzag codes to the signed values of the same width."""
+def zigzag_decode_values(u: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Unsigned zigzag codes to the signed values of the same width (into ``out``, an
+    unsigned array of u's shape that may be ``u`` itself, or a new array)."""
     one = u.dtype.type(1)
-    # -(u & 1) in unsigned arithmetic: 0 or all ones
-    neg = np.negative(u & one)
-    return ((u >> one) ^ neg).view(u.dtype.str.replace("u", "i"))
+    # -(u & 1) in unsigned arithmetic: 0 or all ones (in per-thread scratch)
+    neg = _memory.scratch("zigzag", u.size, u.dtype).reshape(u.shape)
+    np.bitwise_and(u, one, out=neg)
+    np.negative(neg, out=neg)
+    if out is None:
+        out = _memory.empty(u.size, u.dtype).reshape(u.shape)
+    np.right_shift(u, one, out=out)
+    np.bitwise_xor(out, neg, out=out)
+    return out.view(u.dtype.str.replace("u", "i"))
 
 
 def zigzag_encode_values(x: np.ndarray) -> np.ndarray:
