@@ -364,3 +364,17 @@ def test_compact_mode_onpair_for_long_text():
     default = compress_array(vio.array(text), STRICT)
     assert default.encoding == "vortex.fsst", default.tree()  # OnPair only in compact mode
     assert c.nbytes < default.nbytes
+
+
+def test_kept_strings_get_their_offsets_and_validity_compressed():
+    # random 8-byte keys: neither a dictionary nor FSST pays, the varbin stays
+    ids = pa.array([bytes(x) for x in _r.integers(0, 256, (BIG, 8), dtype=np.uint8)], pa.binary(),
+                   mask=_r.random(BIG) < 0.01)
+    c = check_round_trip(ids)
+    assert c.encoding == "vortex.varbin", c.tree()
+    offsets, validity = c.children
+    assert offsets.encoding != "vortex.primitive" and validity.encoding != "vortex.bool", c.tree()
+    # a dictionary's values of equal length: their offsets are a sequence
+    side = check_round_trip(pa.array(_r.choice(["B", "S"], BIG)))
+    values_ = side.children[1]
+    assert side.encoding == "vortex.dict" and values_.children[0].encoding == "vortex.sequence", side.tree()

@@ -1021,8 +1021,17 @@ class _Compressor:
             s: Scheme | None = next(b for b in _BOOL_SCHEMES if b.id == plan.id)
         else:
             s = _BY_ID.get(plan.id)
-        if s is None:
-            return a if a.encoding == plan.id else None  # a canonical leaf
+        if s is None:  # a canonical node: replay what its children became
+            if a.encoding != plan.id:
+                return None
+            if not a.children or depth + 1 > self.opts.max_depth or a.encoding not in _KEEP_CASCADE:
+                return a
+            kids = []
+            for i, c in enumerate(a.children):
+                cp = plan.children[i] if i < len(plan.children) else None
+                k = self._replay(c, cp, depth + 1, frozenset({a.encoding})) if cp is not None else None
+                kids.append(k if k is not None else self.compress(c, depth + 1, frozenset({a.encoding})))
+            return _with_children(a, kids)
         if not self.opts.allows(s.id) or not a.is_canonical:
             return None
         r = self._encode(s, a, plan.params)
@@ -1162,7 +1171,7 @@ class _Compressor:
                 break
             if best is None or t.size < best[0].size:
                 best = (t, s)
-        if best is not None and not best[1].exact and best[0].size > self.opts.min_gain * (a.nbytes + _NODE):
+        if best is not None and not best[1].exact and best[0].size > self.opts.min_gain * _kept_cost(f):
             best = None
         self._memo[key] = (best, a)
         return best
@@ -1170,7 +1179,7 @@ class _Compressor:
     def _choose(self, a: Array, depth: int, excl: frozenset[str]) -> Array:
         best = self.evaluate(a, excl)
         if best is None:
-            return a
+            return self._leave(a, depth, excl)
         trial, scheme = best
         try:
             r = trial.build()
@@ -1179,12 +1188,38 @@ class _Compressor:
                 raise
             r = None
         if r is None:
-            return a
+            return self._leave(a, depth, excl)
         self._note(r, trial.params)
         if scheme.cascade and r.children:
             r = self._cascade(r, depth, scheme.id, excl)
             self._note(r, trial.params)
-        return r if r.nbytes < a.nbytes or scheme.exact else a
+        return r if r.nbytes < a.nbytes or scheme.exact else self._leave(a, depth, excl)
+
+    def _leave(self, a: Array, depth: int, excl: frozenset[str]) -> Array:
+        """``a`` left canonical, its children (string offsets, validity) compressed."""
+        if a.children and a.encoding in _KEEP_CASCADE:
+            return self._cascade(a, depth, a.encoding, excl)
+        return a
+
+
+def _kept_cost(f: _Facts) -> float:
+    """Estimated bytes of ``f.a`` left canonical: its own buffers, with string offsets and
+    validity compressed (see ``_Compressor._leave``)."""
+    a = f.a
+    if a.encoding == "vortex.varbin" and a.children:
+        from ..encodings.primitive import primitive_values
+
+        offsets, _ = primitive_values(a.children[0])
+        return (sum(b.nbytes for b in a.buffers) + _int_cost(offsets, compact=f.compact)
+                + f.validity_bytes + 2 * _NODE)
+    if a.encoding in ("vortex.primitive", "vortex.bool") and f.nulls:
+        return sum(b.nbytes for b in a.buffers) + f.validity_bytes + 2 * _NODE
+    return a.nbytes + _NODE
+
+
+#: canonical encodings whose children (offsets, validity) are compressed when they are kept
+_KEEP_CASCADE = frozenset({"vortex.primitive", "vortex.bool", "vortex.varbin", "vortex.varbinview",
+                           "vortex.decimal"})
 
 
 def _with_children(r: Array, kids: list[Array]) -> Array:
