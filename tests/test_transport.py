@@ -440,3 +440,40 @@ def test_writer_finishes_short_writes_of_raw_sinks():
     with vio.StreamReader(bytes(sink.buf)) as r:
         assert dict(r.metadata) == {b"k": b"v"}
         assert r.read_arrow().equals(t)
+
+
+def test_async_writer_compresses_with_one_session_per_stream():
+    import asyncio
+
+    import numpy as np
+    import pyarrow as pa
+
+    async def main():
+        got = []
+
+        async def handle(reader, writer):
+            async with vio.AsyncStreamReader(reader) as r:
+                async for b in r:
+                    got.append((b.array.field("x").encoding, b.array.field("s").encoding,
+                                b.to_arrow()))
+            writer.close()
+
+        srv = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = srv.sockets[0].getsockname()[1]
+        _, w = await asyncio.open_connection("127.0.0.1", port)
+        t = pa.table({"x": np.arange(10_000) * 3, "s": ["a", "b"] * 5_000})
+        aw = vio.AsyncStreamWriter(w, t.schema, compress=True, encodings={"s": "vortex.dict"})
+        await aw.write(t)
+        await aw.write(t)
+        await aw.close()
+        for _ in range(100):
+            if len(got) == 2:
+                break
+            await asyncio.sleep(0.05)
+        srv.close()
+        return t, aw, got
+
+    t, aw, got = asyncio.run(main())
+    assert [(x, s) for x, s, _ in got] == [("vortex.sequence", "vortex.dict")] * 2
+    assert all(rb.to_pydict() == t.to_pydict() for _, _, rb in got)
+    assert aw._session.replays >= 1  # the second batch replayed the first one's plan

@@ -113,7 +113,29 @@ class _Sink:
             self._owned.close()
 
 
-class StreamWriter:
+class _Compressing:
+    """What both writers do to a chunk before framing it: compress it (``compress``: a bool
+    or the ``CompressOptions`` to use) with one ``CompressSession`` per stream, so later
+    chunks replay the encodings chosen for earlier ones, and apply forced ``encodings``."""
+
+    def _init_compression(self, compress: Any, encodings: Mapping[str, str] | None) -> None:
+        self._options = None if isinstance(compress, bool) else compress
+        self.compress = bool(compress) or bool(encodings)
+        self.encodings = dict(encodings) if encodings else None
+        self._session: Any = None
+
+    def _prepare(self, a: Array) -> Array:
+        if self.compress:
+            from ..compress import CompressSession, compress
+
+            if self._session is None:
+                self._session = CompressSession()
+            return compress(a, encodings=self.encodings, session=self._session,
+                            options=self._options)
+        return a
+
+
+class StreamWriter(_Compressing):
     """Writes a Vortex IPC stream: the DType message now, one Array message per chunk of
     each ``write``.
 
@@ -138,11 +160,7 @@ class StreamWriter:
                  compress: Any = False, encodings: Mapping[str, str] | None = None) -> None:
         self.dtype = coerce_dtype(dtype)
         self.metadata = Metadata.coerce(metadata)
-        # compress: a bool, or the CompressOptions to compress with
-        self._options = None if isinstance(compress, bool) else compress
-        self.compress = bool(compress) or bool(encodings)
-        self.encodings = dict(encodings) if encodings else None
-        self._session: Any = None
+        self._init_compression(compress, encodings)
         self._sink = _Sink(sink)
         self._enc = MessageEncoder()
         self._closed = False
@@ -151,16 +169,6 @@ class StreamWriter:
     @property
     def bytes_written(self) -> int:
         return self._enc.position
-
-    def _prepare(self, a: Array) -> Array:
-        if self.compress:
-            from ..compress import CompressSession, compress
-
-            if self._session is None:
-                self._session = CompressSession()
-            return compress(a, encodings=self.encodings, session=self._session,
-                            options=self._options)
-        return a
 
     def write(self, data: Any, *, metadata: MetadataLike = None) -> int:
         """Write ``data`` (one message per chunk); returns the number of messages written."""
@@ -208,15 +216,16 @@ def _empty_arrow(d: dt.DType) -> Any:
     return pa.array([], type=d.to_arrow())
 
 
-class AsyncStreamWriter:
+class AsyncStreamWriter(_Compressing):
     """Writes a stream to an ``asyncio.StreamWriter``. The DType message is queued at
-    construction; ``await write(...)`` sends a batch and drains."""
+    construction; ``await write(...)`` sends a batch and drains. ``compress`` and
+    ``encodings`` are as for ``StreamWriter``."""
 
     def __init__(self, writer: Any, dtype: Any, *, metadata: MetadataLike = None,
-                 compress: bool = False) -> None:
+                 compress: Any = False, encodings: Mapping[str, str] | None = None) -> None:
         self.dtype = coerce_dtype(dtype)
         self.metadata = Metadata.coerce(metadata)
-        self.compress = compress
+        self._init_compression(compress, encodings)
         self._w = writer
         self._enc = MessageEncoder()
         self._closed = False
@@ -238,11 +247,7 @@ class AsyncStreamWriter:
         for chunk in to_vortex_chunks(data, self.dtype):
             if n and len(chunk) == 0:
                 continue
-            if self.compress:
-                from ..compress import compress
-
-                chunk = compress(chunk)
-            self._send(self._enc.array_message(chunk, md))
+            self._send(self._enc.array_message(self._prepare(chunk), md))
             n += 1
             await self._w.drain()
         if n == 0:
