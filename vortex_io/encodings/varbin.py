@@ -34,7 +34,32 @@ def arrow_offsets(offsets: np.ndarray) -> tuple[np.ndarray, bool]:
     return offsets.astype(np.int64), True
 
 
-class VarBinEncoding(Encoding):
+class StringEqualityKernels:
+    """``==``, ``!=`` and ``IN`` for canonical string encodings, from the encoding's
+    ``equal_mask(arr, needle_bytes)`` and ``validity(arr)`` (varbin and varbinview)."""
+
+    def compare(self, arr: Array, value: Any, op: str) -> Any:
+        from ..compute.numeric import needle_bytes, with_validity
+
+        b = needle_bytes(value)
+        if op not in ("eq", "neq") or b is None:
+            return NotImplemented
+        eq = self.equal_mask(arr, b)
+        return with_validity(eq if op == "eq" else ~eq, self.validity(arr))
+
+    def is_in(self, arr: Array, values: list[Any]) -> Any:
+        from ..compute.numeric import needle_bytes, with_validity
+
+        bs = [needle_bytes(v) for v in values]
+        if len(bs) > 16 or any(b is None for b in bs):
+            return NotImplemented
+        out = np.zeros(len(arr), dtype=np.bool_)
+        for b in dict.fromkeys(bs):
+            out |= self.equal_mask(arr, b)  # type: ignore[arg-type]
+        return with_validity(out, self.validity(arr))
+
+
+class VarBinEncoding(StringEqualityKernels, Encoding):
     id = "vortex.varbin"
     canonical = True
 
@@ -101,26 +126,6 @@ class VarBinEncoding(Encoding):
         if len(cand):
             out[cand[bytes_equal_at(arr.buffers[0], offs[:-1][cand], needle)]] = True
         return out
-
-    def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.numeric import needle_bytes, with_validity
-
-        b = needle_bytes(value)
-        if op not in ("eq", "neq") or b is None:
-            return NotImplemented
-        eq = self.equal_mask(arr, b)
-        return with_validity(eq if op == "eq" else ~eq, self.validity(arr))
-
-    def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.numeric import needle_bytes, with_validity
-
-        bs = [needle_bytes(v) for v in values]
-        if len(bs) > 16 or any(b is None for b in bs):
-            return NotImplemented
-        out = np.zeros(len(arr), dtype=np.bool_)
-        for b in dict.fromkeys(bs):
-            out |= self.equal_mask(arr, b)  # type: ignore[arg-type]
-        return with_validity(out, self.validity(arr))
 
     def take(self, arr: Array, indices: Any) -> Any:
         from .dict_ import take_canonical

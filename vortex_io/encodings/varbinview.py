@@ -14,9 +14,10 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..errors import MalformedStreamError
 from ._common import arrow_validity, validity_spec
+from .varbin import StringEqualityKernels
 
 
-class VarBinViewEncoding(Encoding):
+class VarBinViewEncoding(StringEqualityKernels, Encoding):
     id = "vortex.varbinview"
     canonical = True
 
@@ -110,26 +111,6 @@ class VarBinViewEncoding(Encoding):
             ok = bytes_equal_at(arr.buffers[int(b)], views[sel, 3], needle)
             out[sel[ok]] = True
         return out
-
-    def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.numeric import needle_bytes, with_validity
-
-        b = needle_bytes(value)
-        if op not in ("eq", "neq") or b is None:
-            return NotImplemented
-        eq = self.equal_mask(arr, b)
-        return with_validity(eq if op == "eq" else ~eq, self.validity(arr))
-
-    def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.numeric import needle_bytes, with_validity
-
-        bs = [needle_bytes(v) for v in values]
-        if len(bs) > 16 or any(b is None for b in bs):
-            return NotImplemented
-        out = np.zeros(len(arr), dtype=np.bool_)
-        for b in dict.fromkeys(bs):
-            out |= self.equal_mask(arr, b)  # type: ignore[arg-type]
-        return with_validity(out, self.validity(arr))
 
     def take(self, arr: Array, indices: Any) -> Any:
         """Gathers the 16-byte views; the data buffers are shared."""
