@@ -114,15 +114,34 @@ class _Sink:
 
 
 class _Compressing:
-    """What both writers do to a chunk before framing it: compress it (``compress``: a bool
-    or the ``CompressOptions`` to use) with one ``CompressSession`` per stream, so later
-    chunks replay the encodings chosen for earlier ones, and apply forced ``encodings``."""
+    """What both writers do to data before sending it: split it into chunks of the stream's
+    dtype, compress each (``compress``: a bool or the ``CompressOptions`` to use) with one
+    ``CompressSession`` per stream, so later chunks replay the encodings chosen for earlier
+    ones, apply forced ``encodings``, and frame it."""
+
+    dtype: dt.DType
+    _enc: MessageEncoder
 
     def _init_compression(self, compress: Any, encodings: Mapping[str, str] | None) -> None:
         self._options = None if isinstance(compress, bool) else compress
         self.compress = bool(compress) or bool(encodings)
         self.encodings = dict(encodings) if encodings else None
         self._session: Any = None
+
+    def _messages(self, data: Any, metadata: MetadataLike) -> Iterator[list[Any]]:
+        """The framed Array messages for ``data``: one per chunk, each carrying
+        ``metadata``; a single zero-row message when ``data`` has no rows."""
+        md = Metadata.coerce(metadata)
+        sent = False
+        for chunk in to_vortex_chunks(data, self.dtype):
+            if sent and len(chunk) == 0:
+                continue
+            sent = True
+            yield self._enc.array_message(self._prepare(chunk), md)
+        if not sent:
+            from ..arrow import from_arrow
+
+            yield self._enc.array_message(from_arrow(_empty_arrow(self.dtype), dtype=self.dtype), md)
 
     def _prepare(self, a: Array) -> Array:
         if self.compress:
@@ -174,19 +193,10 @@ class StreamWriter(_Compressing):
         """Write ``data`` (one message per chunk); returns the number of messages written."""
         if self._closed:
             raise ValueError("write() on a closed StreamWriter")
-        md = Metadata.coerce(metadata)
         n = 0
-        for chunk in to_vortex_chunks(data, self.dtype):
-            if n and len(chunk) == 0:
-                continue
-            self._sink.write(self._enc.array_message(self._prepare(chunk), md))
+        for parts in self._messages(data, metadata):
+            self._sink.write(parts)
             n += 1
-        if n == 0:
-            from ..arrow import from_arrow
-
-            empty = from_arrow(_empty_arrow(self.dtype), dtype=self.dtype)
-            self._sink.write(self._enc.array_message(empty, md))
-            n = 1
         return n
 
     def write_batch(self, array: Array, *, metadata: MetadataLike = None) -> None:
@@ -242,20 +252,11 @@ class AsyncStreamWriter(_Compressing):
     async def write(self, data: Any, *, metadata: MetadataLike = None) -> int:
         if self._closed:
             raise ValueError("write() on a closed AsyncStreamWriter")
-        md = Metadata.coerce(metadata)
         n = 0
-        for chunk in to_vortex_chunks(data, self.dtype):
-            if n and len(chunk) == 0:
-                continue
-            self._send(self._enc.array_message(self._prepare(chunk), md))
+        for parts in self._messages(data, metadata):
+            self._send(parts)
             n += 1
             await self._w.drain()
-        if n == 0:
-            from ..arrow import from_arrow
-
-            self._send(self._enc.array_message(from_arrow(_empty_arrow(self.dtype), dtype=self.dtype), md))
-            n = 1
-        await self._w.drain()
         return n
 
     async def close(self) -> None:
