@@ -363,6 +363,7 @@ def profile_core_read(rows: int, repeat: int = 20, top: int = 25) -> None:
 
 
 import bench.bench_duckdb  # noqa: E402  (registers the duckdb group)
+import bench.bench_inverted_index as _bench_ii  # noqa: E402, F401  (registers inverted_index)
 import bench.bench_polars  # noqa: E402, F401  (registers the polars group)
 import bench.bench_scan as _bench_scan  # noqa: E402, F401  (registers the scan group)
 
