@@ -241,6 +241,19 @@ def _unpack_broadcast(words: np.ndarray, w: int, b: int, nchunks: int) -> np.nda
     return _to_chunk_order(rows, w, nchunks, split=False)
 
 
+def _extract_row(wt: np.ndarray, k: int, s: int, spill: bool, w: int, dst: np.ndarray,
+                 tmp: np.ndarray) -> None:
+    """Row bits of every lane into ``dst``: word ``k`` shifted right by ``s``, plus the low
+    bits of word ``k + 1`` when the row spills over (``row_plan``); not yet masked."""
+    if s:
+        np.right_shift(wt[k], s, out=dst)
+    else:
+        dst[...] = wt[k]
+    if spill:
+        np.left_shift(wt[k + 1], w - s, out=tmp)
+        np.bitwise_or(dst, tmp, out=dst)
+
+
 def _unpack_rows(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
     """One numpy call per row over every chunk (fewest passes: best for large arrays)."""
     ut = UNSIGNED[w]
@@ -253,14 +266,7 @@ def _unpack_rows(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
     tmp = _scratch("tmp", m * ut.itemsize).view(ut)
     for r, (k, s, spill) in enumerate(row_plan(w, b)):
         o, g = divmod(r, 8)
-        dst = rows[FL_ORDER[o] * 16 // nl, g]
-        if s:
-            np.right_shift(wt[k], s, out=dst)
-        else:
-            dst[...] = wt[k]
-        if spill:
-            np.left_shift(wt[k + 1], w - s, out=tmp)
-            np.bitwise_or(dst, tmp, out=dst)
+        _extract_row(wt, k, s, spill, w, rows[FL_ORDER[o] * 16 // nl, g], tmp)
     if b < w:
         np.bitwise_and(rows, _mask(w, b, ut), out=rows)
     return _to_chunk_order(rows, w, nchunks, split=True)
@@ -319,14 +325,7 @@ def unpack_rows(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
     rows = _memory.empty(w * m, ut).reshape(w, m)
     tmp = _scratch("tmp", m * ut.itemsize).view(ut)
     for r, (k, s, spill) in enumerate(row_plan(w, b)):
-        dst = rows[r]
-        if s:
-            np.right_shift(wt[k], s, out=dst)
-        else:
-            dst[...] = wt[k]
-        if spill:
-            np.left_shift(wt[k + 1], w - s, out=tmp)
-            np.bitwise_or(dst, tmp, out=dst)
+        _extract_row(wt, k, s, spill, w, rows[r], tmp)
     if b < w:
         np.bitwise_and(rows, _mask(w, b, ut), out=rows)
     return rows
