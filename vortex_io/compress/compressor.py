@@ -693,14 +693,25 @@ def _alp(a: Array, params: Any = None) -> Array | None:
     return alp_encode(a, params)
 
 
-def _t_alp(f: _Facts, comp: Any) -> _Trial | None:
+def _float_trial_input(f: _Facts) -> Array | None:
+    """What an ALP / ALP-RD trial encodes: the sample, or the whole array when the sample is
+    all null (it says nothing); None when the trial cannot apply (f16, all null)."""
     from ..encodings.primitive import primitive_values
 
     if f.a.dtype.ptype == dt.PType.F16 or f.nulls == f.n:
         return None
     s = f.sample
     if s is not f.a and s.children and not primitive_values(s)[1].any():
-        s = f.a  # an all-null sample says nothing: try the whole array
+        return f.a
+    return s
+
+
+def _t_alp(f: _Facts, comp: Any) -> _Trial | None:
+    from ..encodings.primitive import primitive_values
+
+    s = _float_trial_input(f)
+    if s is None:
+        return None
     r = _alp(s)
     if r is None:
         return None
@@ -727,11 +738,9 @@ def _alprd(a: Array, params: Any = None) -> Array | None:
 def _t_alprd(f: _Facts, comp: Any) -> _Trial | None:
     from ..encodings.primitive import primitive_values
 
-    if f.a.dtype.ptype == dt.PType.F16 or f.nulls == f.n:
+    s = _float_trial_input(f)
+    if s is None:
         return None
-    s = f.sample
-    if s is not f.a and s.children and not primitive_values(s)[1].any():
-        s = f.a  # an all-null sample says nothing: try the whole array
     r = _alprd(s)
     if r is None:
         return None
