@@ -194,15 +194,9 @@ def _int_range_shortcut(ptype: dt.PType, value: Any, op: str) -> tuple[str, Any]
             above = value > 0
             return {"eq": False, "neq": True, "lt": above, "lte": above, "gt": not above,
                     "gte": not above}[op]
-        fl = math.floor(value)
-        # value is fractional: x < 2.5 <=> x <= 2; x > 2.5 <=> x >= 3
-        if op == "eq":
-            return False
-        if op == "neq":
-            return True
-        if op in ("lt", "lte"):
-            return "lte", fl
-        return "gte", fl + 1
+        from .numeric import fractional_cut
+
+        return fractional_cut(op, math.floor(value))  # coerce_literal kept only fractional floats
     info = np.iinfo(ptype.np_dtype)
     if value < info.min:
         return {"eq": False, "neq": True, "lt": False, "lte": False, "gt": True, "gte": True}[op]

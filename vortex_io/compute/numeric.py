@@ -188,15 +188,20 @@ def decimal_unscaled(d: dt.Decimal, v: Any, op: str) -> tuple[str, int] | bool |
         scaled = v.scaleb(d.scale)
         fl = int(scaled.to_integral_value(rounding=_decimal.ROUND_FLOOR))
         exact = scaled == fl
-    if exact:
-        return op, fl
+    return (op, fl) if exact else fractional_cut(op, fl)
+
+
+def fractional_cut(op: str, floor: int) -> tuple[str, int] | bool:
+    """An integer comparison with a literal strictly between ``floor`` and ``floor + 1``:
+    ``x < 2.5`` is ``x <= 2``, ``x > 2.5`` is ``x >= 3``; ``==`` is never true, ``!=``
+    always (for non-null rows)."""
     if op == "eq":
         return False
     if op == "neq":
         return True
     if op in ("lt", "lte"):
-        return "lte", fl
-    return "gte", fl + 1
+        return "lte", floor
+    return "gte", floor + 1
 
 
 def gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
