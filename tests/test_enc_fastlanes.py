@@ -459,3 +459,29 @@ def test_malformed_nodes_raise_malformed_stream_error(case):
     stream = our_array_stream(node)
     with pytest.raises(MalformedStreamError):
         vio.read_ipc(stream).to_arrow()
+
+
+@pytest.mark.parametrize("bitpacked", [True, False])
+@pytest.mark.parametrize("nulls", [False, True])
+def test_delta_take_few_and_most_chunks_at_offsets(bitpacked, nulls):
+    """Both take paths of fastlanes.delta (most chunks: the whole row grid; few: only the
+    needed chunks' deltas), on slices that start mid-chunk, equal Arrow's take."""
+    rng = np.random.default_rng(7)
+    v = np.cumsum(rng.integers(0, 1 << 20, 10_000)).astype(np.int64)
+    mask = rng.random(len(v)) < 0.1 if nulls else None
+    a = pa.array(v, mask=mask)
+    enc = delta_encode(vio.array(a), bitpack=bitpacked)
+    for start, stop in ((0, len(v)), (1500, 9000), (2047, 2049), (3000, 3000 + 1024)):
+        s = enc.slice(start, stop)
+        ref = a.slice(start, stop - start)
+        n = stop - start
+        for idx in (np.arange(n)[::7], np.array([n - 1, 0, n // 2, 0]),
+                    rng.integers(0, n, 50), np.array([0]), np.arange(min(n, 40))):
+            got = s.vtable.take(s, idx.astype(np.int64))
+            assert got.to_arrow().equals(ref.take(pa.array(idx))), (start, stop, idx[:5])
+
+
+def test_delta_take_nothing():
+    enc = delta_encode(vio.array(pa.array([5], pa.int8())))
+    assert len(enc.vtable.take(enc, np.zeros(0, np.int64))) == 0
+    assert len(enc.slice(0, 1).vtable.take(enc, np.zeros(0, np.int64))) == 0
