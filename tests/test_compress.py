@@ -3,6 +3,7 @@ chooses the encodings the data calls for."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import numpy as np
@@ -374,7 +375,38 @@ def test_kept_strings_get_their_offsets_and_validity_compressed():
     assert c.encoding == "vortex.varbin", c.tree()
     offsets, validity = c.children
     assert offsets.encoding != "vortex.primitive" and validity.encoding != "vortex.bool", c.tree()
-    # a dictionary's values of equal length: their offsets are a sequence
-    side = check_round_trip(pa.array(_r.choice(["B", "S"], BIG)))
+    # a dictionary's values of equal length: their offsets are a sequence (when children
+    # that short are compressed at all: by default they stay canonical, cheaper to decode)
+    sides = pa.array(_r.choice(["B", "S"], BIG))
+    side = compress_array(vio.array(sides), dataclasses.replace(STRICT, min_child_rows=0))
+    assert side.to_arrow().equals(sides)
     values_ = side.children[1]
     assert side.encoding == "vortex.dict" and values_.children[0].encoding == "vortex.sequence", side.tree()
+    side = check_round_trip(sides)
+    assert side.children[1].children[0].encoding == "vortex.primitive", side.tree()
+
+
+def test_short_children_stay_canonical():
+    """Short side structures of a long column (here the patches of a bit-packed column)
+    are not encoded (decode overhead); a short column and its main child still are."""
+    rng = np.random.default_rng(3)
+    v = rng.integers(0, 1000, 65_536)
+    v[rng.choice(len(v), 300, replace=False)] = rng.integers(100_000, 100_500, 300)
+    ints = pa.array(v)
+    c = compress_array(vio.array(ints), STRICT)
+    assert c.to_arrow().equals(ints)
+    patched = [n for n in _nodes(c) if n.encoding == "fastlanes.bitpacked" and n.meta.patches]
+    assert patched and all(k.is_canonical for n in patched for k in n.children), c.tree()
+    full = compress_array(vio.array(ints), dataclasses.replace(STRICT, min_child_rows=0))
+    assert full.to_arrow().equals(ints)
+    assert any(not k.is_canonical for n in _nodes(full) for k in n.children
+               if n.encoding == "fastlanes.bitpacked"), full.tree()
+    # a 300-row column: compressed, its main child cascaded as before
+    prices = pa.array(np.round(rng.normal(100, 5, 300), 2))
+    small = compress_array(vio.array(prices), STRICT)
+    assert small.encoding == "vortex.alp" and not small.children[0].is_canonical, small.tree()
+    assert small.to_arrow().equals(prices)
+
+
+def _nodes(a: vio.Array) -> list[vio.Array]:
+    return [a, *(n for c in a.children for n in _nodes(c))]

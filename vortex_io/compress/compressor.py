@@ -54,6 +54,10 @@ __all__ = ["CompressOptions", "CompressSession", "Scheme", "SCHEMES", "compress_
 
 #: rough wire cost of one array node (flatbuffer node, buffer descriptors, padding)
 _NODE = 24
+#: bytes a delta must save to be chosen: its decode is ~W numpy calls (one per row of the
+#: FastLanes lanes) plus a transpose whatever the length, which on a small child (e.g. the
+#: 1024 bases of a 64Ki-row delta) costs more time than its few saved bytes are worth
+_DELTA_FIXED = 2048
 
 _DICT = "vortex.dict"
 
@@ -70,6 +74,11 @@ class CompressOptions:
         allow: when set, only these encoding IDs may be chosen (canonical ones always may).
         exclude: encoding IDs never chosen.
         strict: raise when a scheme fails instead of skipping it (for tests).
+        min_child_rows: children shorter than this that are side structures of a much
+            longer column (dictionary values, patch values: at most 1/16 of its rows) stay
+            canonical: every encoded node costs a fixed decode overhead (tens of
+            microseconds of numpy calls) that a few hundred values do not repay. Columns,
+            and the main child of a short column, are compressed whatever their length.
         compact: also use ``vortex.zstd`` where it wins (dictionary codes, narrow integers,
             strings without a useful dictionary) and try ``vortex.onpair`` for long text:
             smaller streams, slower encoding (OnPair encodes ~4x slower than FSST), and
@@ -85,6 +94,7 @@ class CompressOptions:
     exclude: frozenset[str] = frozenset()
     strict: bool = False
     compact: bool = False
+    min_child_rows: int = 512
 
     def allows(self, encoding_id: str) -> bool:
         if encoding_id in self.exclude:
@@ -594,7 +604,7 @@ def _t_delta(f: _Facts, comp: Any) -> _Trial | None:
     d = np.diff(v)  # wrapping, as the encoding does
     bases = _delta_bases(f.n, v.dtype.itemsize, int(f.hi) - int(f.lo))
     size = (_int_cost(d, f.n, dict_=f.compact, compact=f.compact) + bases + f.validity_bytes
-            + 3 * _NODE)
+            + 3 * _NODE + _DELTA_FIXED)
     return _Trial(size, lambda: _delta(f.a))
 
 
@@ -1022,10 +1032,20 @@ class _Compressor:
         self._params: dict[int, Any] = {}  # id(encoded node) -> parameters (for plans)
         self._keep: list[Array] = []  # keeps the nodes of _params alive (ids stay unique)
         self._memo: dict[tuple[int, frozenset[str]], tuple[Any, Array]] = {}  # evaluations
+        self._rows = 0  # rows of the column (the depth-0 array) being compressed
 
     # -- plans ------------------------------------------------------------------------
+    def _small_child(self, a: Array, depth: int) -> bool:
+        """A canonical child too short to be worth encoding (``min_child_rows``): a side
+        structure (dictionary values, patches, bases) at most 1/16 of its column's rows."""
+        n = len(a)
+        return (depth > 0 and n < self.opts.min_child_rows and 16 * n <= self._rows
+                and a.is_canonical)
+
     def _replay(self, a: Array, plan: _Plan, depth: int, excl: frozenset[str]) -> Array | None:
         """Encode ``a`` with the encoding tree of ``plan``; None when it does not fit."""
+        if self._small_child(a, depth):
+            return a
         if isinstance(a.dtype, dt.Bool) and plan.id in ("vortex.sparse", "vortex.runend"):
             s: Scheme | None = next(b for b in _BOOL_SCHEMES if b.id == plan.id)
         else:
@@ -1063,6 +1083,7 @@ class _Compressor:
         self._params.clear()
         self._keep.clear()
         self._memo.clear()
+        self._rows = len(a)
         if sess is not None and key in sess.plans and a.is_canonical:
             plan = sess.plans[key]
             r = self._replay(a, plan, 0, frozenset())
@@ -1101,7 +1122,9 @@ class _Compressor:
     def compress(self, a: Array, depth: int, excl: frozenset[str] = frozenset()) -> Array:
         """The smallest encoding found for ``a`` (canonical input or not)."""
         opts = self.opts
-        if depth > opts.max_depth or len(a) == 0:
+        if depth == 0:
+            self._rows = len(a)
+        if depth > opts.max_depth or len(a) == 0 or self._small_child(a, depth):
             return a
         d = a.dtype
         if isinstance(d, dt.Struct) and a.encoding == "vortex.struct":
