@@ -7,6 +7,7 @@ misaligned); nothing is decompressed here.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,7 @@ from .schema import (
     encode_array_fb,
 )
 
-__all__ = ["Message", "decode_array_body", "serialize_array", "aligned_empty"]
+__all__ = ["HeaderPlans", "Message", "decode_array_body", "serialize_array", "aligned_empty"]
 
 _U32 = struct.Struct("<I")
 _BUFFER_SPEC = struct.Struct("<HBBI")
@@ -69,17 +70,20 @@ class Message:
         except VortexIPCError as e:
             raise e.locate(message_index=self.index, offset=self.offset) from None
 
-    def array(self, dtype: dt.DType, limits: ReaderLimits = DEFAULT_LIMITS) -> Array:
-        """The array carried by an Array message, decoded against the stream's dtype."""
+    def array(self, dtype: dt.DType, limits: ReaderLimits = DEFAULT_LIMITS,
+              plans: HeaderPlans | None = None) -> Array:
+        """The array carried by an Array message, decoded against the stream's dtype
+        (``plans``: the reader's cache of repeated headers, see ``HeaderPlans``)."""
         if self.type != MessageType.ARRAY:
             raise MalformedStreamError(f"expected an Array message, got {self.type.name}",
                                        message_index=self.index, offset=self.offset)
-        return _located(self, dtype, limits)
+        return _located(self, dtype, limits, plans)
 
 
-def _located(msg: Message, dtype: dt.DType, limits: ReaderLimits) -> Array:
+def _located(msg: Message, dtype: dt.DType, limits: ReaderLimits,
+             plans: HeaderPlans | None = None) -> Array:
     try:
-        return decode_array_body(msg.body, msg.header, dtype, limits)
+        return decode_array_body(msg.body, msg.header, dtype, limits, plans)
     except VortexIPCError as e:
         raise e.locate(message_index=msg.index, offset=msg.offset) from None
     except (IndexError, KeyError, struct.error, OverflowError, TypeError, ValueError,
@@ -295,9 +299,92 @@ class _Builder:
             raise
 
 
+class HeaderPlans:
+    """A reader's cache of array headers it has seen more than once.
+
+    The messages of a stream often carry byte-identical Array flatbuffers: every batch of
+    a canonical stream, the requests and responses of an RPC, metadata-only batches. The
+    tree such a header describes (encodings, dtypes, lengths, parsed metadata, which
+    buffer each node holds) depends only on those bytes (buffer sizes aside), the row
+    count and the stream's dtype and limits, all fixed for one reader. From the second sighting on
+    a header is kept as a plan, and later messages carrying the same bytes are built from
+    it: their buffers are sliced from their own body and every node's ``validate`` runs
+    again (some encodings check buffer contents), but the flatbuffer walk, metadata
+    parsing and child derivation are skipped. Plans hold no buffers; at most ``size``
+    are kept (oldest dropped first). One instance per reader: never share it between
+    streams of different dtypes or limits.
+    """
+
+    __slots__ = ("_plans", "size", "hits")
+
+    def __init__(self, size: int = 8) -> None:
+        self._plans: dict[tuple[Any, ...], Any] = {}
+        self.size = size
+        self.hits = 0
+
+    def get(self, key: tuple[Any, ...]) -> Any:
+        return self._plans.get(key, _UNSEEN)
+
+    def put(self, key: tuple[Any, ...], plan: Any) -> None:
+        plans = self._plans
+        plans.pop(key, None)
+        if len(plans) >= self.size:
+            del plans[next(iter(plans))]
+        plans[key] = plan
+
+
+_UNSEEN = object()
+_SEEN_ONCE = object()
+
+
+def _plan_of(arr: Array, buffers: list[np.ndarray]) -> Any:
+    """The plan of a freshly built tree (see ``HeaderPlans``), or None when a node was
+    built by a custom ``Encoding.build`` or holds a buffer that is not one of the
+    message's own (neither can be replayed from the header alone)."""
+    from ..array import Encoding
+
+    where = {id(b): i for i, b in enumerate(buffers)}
+
+    def visit(a: Array) -> Any:
+        enc = a._enc
+        if type(enc).build is not Encoding.build:
+            return None
+        bidx = []
+        for b in a.buffers:
+            i = where.get(id(b))
+            if i is None:
+                return None
+            bidx.append(i)
+        kids = []
+        for c in a.children:
+            k = visit(c)
+            if k is None:
+                return None
+            kids.append(k)
+        return (enc, a.dtype, a._len, a.metadata, tuple(bidx), a._stats,
+                a._cache.get("meta"), tuple(kids))
+
+    return visit(arr)
+
+
+def _from_plan(plan: Any, buffers: list[np.ndarray], limits: ReaderLimits) -> Array:
+    enc, dtype, length, metadata, bidx, stats, meta, kids = plan
+    arr = Array(enc, dtype, length, metadata=metadata,
+                buffers=tuple([buffers[i] for i in bidx]),
+                children=tuple([_from_plan(k, buffers, limits) for k in kids]),
+                stats=None if stats is None else dataclasses.replace(stats))
+    cache = arr._cache
+    cache["meta"] = meta
+    cache["limits"] = limits
+    enc.validate(arr, limits)
+    return arr
+
+
 def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
-                      limits: ReaderLimits = DEFAULT_LIMITS) -> Array:
-    """Decode an Array message body into a lazily decoded encoding tree."""
+                      limits: ReaderLimits = DEFAULT_LIMITS,
+                      plans: HeaderPlans | None = None) -> Array:
+    """Decode an Array message body into a lazily decoded encoding tree (``plans``: a
+    reader's ``HeaderPlans``, to build repeated headers from a plan)."""
     if header.row_count > limits.max_rows_per_message:
         raise LimitExceededError(
             f"array message of {header.row_count} rows, over the limit of {limits.max_rows_per_message}"
@@ -306,8 +393,10 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
     # columns is bounded as a whole, not only column by column)
     from ..encodings.constant import _estimate_width
 
-    check_decoded_size(header.row_count * _estimate_width(dtype),
-                       f"array message of {header.row_count} rows of {dtype!r}", limits)
+    nbytes = header.row_count * _estimate_width(dtype)
+    if nbytes > limits.max_decoded_bytes:  # (the message is formatted only on failure)
+        check_decoded_size(nbytes, f"array message of {header.row_count} rows of {dtype!r}",
+                           limits)
     n = body.nbytes
     if n < 4:
         raise MalformedStreamError(f"array message body of {n} bytes has no flatbuffer length")
@@ -318,6 +407,18 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
     arr_t = root(memoryview(body[data_end : n - 4]), "Array")
     buffers: list[np.ndarray] = []
     v = arr_t.vector_raw(1, 8, "Array.buffers")
+    key = None
+    plan: Any = None
+    if plans is not None:
+        # the header's bytes but for the buffer lengths and paddings (string data and
+        # the like vary from batch to batch; every node's validate checks them again)
+        fb = body[data_end : n - 4]
+        if v is None:
+            key = (fb.tobytes(), header.row_count, header.encodings)
+        else:
+            key = (fb[: v[0]].tobytes(), fb[v[0] + 8 * v[1] :].tobytes(), header.row_count,
+                   header.encodings)
+        plan = plans.get(key)
     if v is not None:
         start, nspecs = v
         if nspecs > limits.max_buffers:
@@ -348,11 +449,19 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
                 b = _aligned(b, exp, base + pos)
             buffers.append(b)
             pos = end
+    if plan is not _UNSEEN and plan is not _SEEN_ONCE and plan is not None:
+        plans.hits += 1  # type: ignore[union-attr]
+        return _from_plan(plan, buffers, limits)
     root_pos = arr_t._deref(0, "ArrayNode")
     if not root_pos:
         raise MalformedStreamError("array message has no root node")
     builder = _Builder(header.encodings, buffers, limits, arr_t.buf)
-    return builder(root_pos, dtype, header.row_count, 0)
+    arr = builder(root_pos, dtype, header.row_count, 0)
+    if plans is not None and plan is not None:  # (None: seen, and not replayable)
+        # the first sighting only marks the header: streams whose headers never repeat
+        # (compressed batches carry their own statistics) pay for no plans
+        plans.put(key, _SEEN_ONCE if plan is _UNSEEN else _plan_of(arr, buffers))
+    return arr
 
 
 # -- writing --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from ..errors import MalformedStreamError, VortexIPCError
 from ..limits import DEFAULT_LIMITS, ReaderLimits
 from ..metadata import Metadata
 from .framing import MessageDecoder
-from .messages import Message
+from .messages import HeaderPlans, Message
 from .schema import MessageType
 
 __all__ = ["Batch", "StreamReader", "AsyncStreamReader", "read_ipc"]
@@ -200,6 +200,7 @@ class StreamReader:
         self.limits = limits or DEFAULT_LIMITS
         self._src = _Source(source)
         self._dec = MessageDecoder(limits=self.limits)
+        self._plans = HeaderPlans()
         self._done = False
         try:
             self.dtype: dt.DType
@@ -241,7 +242,7 @@ class StreamReader:
                 self._src.close()
                 raise StopIteration
             _check_stream_message(m)
-            return Batch(m.array(self.dtype, self.limits), m.metadata, m.index, m.offset)
+            return Batch(m.array(self.dtype, self.limits, self._plans), m.metadata, m.index, m.offset)
         except VortexIPCError as e:
             self._done = True
             raise e.locate(source=self._src.name) from None
@@ -368,6 +369,7 @@ class AsyncStreamReader:
         self.limits = limits or DEFAULT_LIMITS
         self._stream = stream
         self._dec = MessageDecoder(limits=self.limits)
+        self._plans = HeaderPlans()
         self._done = False
         self._eof = False
         self.dtype: dt.DType | None = None
@@ -422,7 +424,7 @@ class AsyncStreamReader:
             return None
         _check_stream_message(m)
         assert self.dtype is not None
-        return Batch(m.array(self.dtype, self.limits), m.metadata, m.index, m.offset)
+        return Batch(m.array(self.dtype, self.limits, self._plans), m.metadata, m.index, m.offset)
 
     def __aiter__(self) -> AsyncIterator[Batch]:
         return self._iter()
