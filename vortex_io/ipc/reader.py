@@ -85,6 +85,11 @@ class _Done:
         return self._value
 
 
+def _canonical_tree(a: Array) -> bool:
+    """Whether every node under ``a`` is canonical (nothing to decompress)."""
+    return a.is_canonical and all(_canonical_tree(c) for c in a.children)
+
+
 def _runner(pool: Any) -> Any:
     """submit(fn) -> object with .result(): on ``pool`` in a copy of the caller's context
     (string_view output and decode meters are context variables), or right away."""
@@ -297,7 +302,9 @@ class StreamReader:
             for b in self:
                 arr = b.array
                 if arr.encoding == "vortex.struct" and len(arr.children) == len(arr.dtype.dtypes):
-                    pending.append([run(c.to_arrow) for c in arr.children])
+                    # canonical columns are zero-copy views: a pool task would cost more
+                    pending.append([_Done(c.to_arrow()) if _canonical_tree(c) else run(c.to_arrow)
+                                    for c in arr.children])
                 else:
                     pending.append(run(lambda b=b: b.to_arrow().columns))
             for p in pending:
