@@ -27,7 +27,7 @@ import vortex_io as vio
 from vortex_io import compute
 from vortex_io import dtype as dt
 from vortex_io.array import DECODE_METER
-from vortex_io.compute.kernels import compare_storage, is_in_storage
+from vortex_io.compute.kernels import compare_storage, is_in_storage, take_arrow, take_values
 from vortex_io.encodings.alp import alp_array, alp_encode
 from vortex_io.encodings.alprd import alprd_encode
 from vortex_io.encodings.bitpacked import bitpack
@@ -154,7 +154,16 @@ def same_arrow(a: pa.Array, b: pa.Array) -> bool:
 def check_take(array: vio.Array, arrow: pa.Array, idx: np.ndarray) -> vio.Array:
     got = compute.take(array, idx)
     assert len(got) == len(idx) and got.dtype == array.dtype
-    assert same_arrow(got.to_arrow(), arrow.take(pa.array(idx, type=pa.int64()))), array.encoding
+    want = arrow.take(pa.array(idx, type=pa.int64()))
+    assert same_arrow(got.to_arrow(), want), array.encoding
+    # the output path: decoded straight from the encoded buffers (None: not offered)
+    direct = take_arrow(array, idx)
+    if isinstance(array.dtype, dt.Primitive):
+        assert direct is not None, array.encoding
+        vals, valid = take_values(array, idx)
+        assert len(vals) == len(idx) and (valid is None or len(valid) == len(idx))
+    if direct is not None:
+        assert same_arrow(direct, want), array.encoding
     return got
 
 

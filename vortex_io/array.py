@@ -440,6 +440,14 @@ class Encoding:
         encoded), or NotImplemented."""
         return NotImplemented
 
+    def take_values(self, arr: Array, indices: np.ndarray) -> Any:
+        """Rows at in-range int64 ``indices`` of a node of a primitive dtype, decoded
+        straight to numpy: ``(values, validity mask or None)`` with the values in the
+        dtype's numpy type (possibly read-only); or NotImplemented. Where ``take`` keeps
+        the encoding (for later kernels), this is the path to output: no node is built
+        per level (see ``vortex_io.compute.kernels.take_values``)."""
+        return NotImplemented
+
     def validity(self, arr: Array) -> Any:
         """Numpy bool mask, True where valid (None: all valid), read without decoding the
         values where the encoding can; or NotImplemented (the kernels then decode)."""

@@ -33,7 +33,7 @@ from .array import DECODE_METER, Array
 from .arrow import arrow_take, string_view_output
 from .compute.evaluate import can_skip, check_expr, evaluate
 from .compute.expr import Expr
-from .compute.kernels import mask_true
+from .compute.kernels import mask_true, take_arrow
 from .errors import VortexIPCError
 from .ipc.reader import StreamReader
 from .limits import ReaderLimits
@@ -292,6 +292,12 @@ def _select(a: Array, idx: np.ndarray | None) -> Any:
     import pyarrow as pa
 
     if idx is not None and len(idx) != len(a):
+        out = take_arrow(a, idx) if len(idx) else None
+        if out is not None:  # decoded straight from the encoded buffers
+            meter = DECODE_METER.get()
+            if meter is not None:
+                meter.append(out.nbytes)
+            return out
         sub = a.vtable.take(a, idx) if len(idx) else a.slice(0, 0)
         if sub is NotImplemented:
             # no encoded gather for this encoding: decode once and gather in Arrow, rather

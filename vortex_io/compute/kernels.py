@@ -392,6 +392,45 @@ def take(array: Array, indices: Any) -> Array:
     return from_arrow(a.take(pa.array(idx)), dtype=array.dtype)
 
 
+def take_values(array: Array, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Rows at in-range int64 ``indices`` of a primitive-dtype array as numpy ``(values,
+    validity mask or None)``: read straight from the encoded buffers where the encodings
+    implement ``Encoding.take_values``, else taken and decoded."""
+    from ..encodings.primitive import primitive_values
+    from .numeric import decoded
+
+    res = array.vtable.take_values(array, indices)
+    if res is not NotImplemented:
+        return res
+    c = decoded(take(array, indices))
+    if c.encoding != "vortex.primitive":
+        from ..errors import MalformedStreamError
+
+        raise MalformedStreamError(f"{array.encoding} decoded to {c.dtype!r}")
+    return primitive_values(c)
+
+
+def take_arrow(array: Array, indices: np.ndarray) -> Any:
+    """Rows at in-range int64 ``indices`` as a ``pyarrow.Array``, decoded straight from
+    the encoded buffers for primitive dtypes (``take_values``), their extensions
+    (timestamps...) and dictionaries of strings; None for anything else (then ``take``
+    and ``to_arrow``)."""
+    import pyarrow as pa
+
+    d = array.dtype
+    if isinstance(d, dt.Primitive):
+        vals, valid = take_values(array, indices)
+        bitmap, nulls = None, 0
+        if valid is not None and not valid.all():
+            bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+            nulls = len(valid) - int(np.count_nonzero(valid))
+        return pa.Array.from_buffers(d.to_arrow(), len(vals),
+                                     [bitmap, pa.py_buffer(np.ascontiguousarray(vals))],
+                                     null_count=nulls)
+    fn = getattr(array.vtable, "take_arrow", None)
+    return None if fn is None else fn(array, indices)
+
+
 def filter(array: Array, mask: Any) -> Array:
     """Rows where ``mask`` (numpy bool, or a Mask tuple: true and non-null) is true."""
     if isinstance(mask, tuple):

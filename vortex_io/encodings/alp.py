@@ -304,15 +304,45 @@ class ALPEncoding(Encoding):
         idx = np.asarray(indices, dtype=np.int64)
         enc = take(arr.children[0], idx)
         patches = None
-        if m.patches is not None and m.patches.len and len(idx):
-            pos = strict_patch_positions(m.patches, arr.children[1], len(arr), "vortex.alp")
-            k = np.minimum(np.searchsorted(pos, idx), len(pos) - 1)
-            hit = pos[k] == idx
-            out_pos = np.flatnonzero(hit)
-            if len(out_pos):
-                raw, kids = make_patches(out_pos, take(arr.children[2], k[hit]))
-                patches = (PatchesMeta.decode(raw, "vortex.alp"), kids)
+        hits = self._patch_hits(arr, idx)
+        if hits is not None:
+            out_pos, sel = hits
+            raw, kids = make_patches(out_pos, take(arr.children[2], sel))
+            patches = (PatchesMeta.decode(raw, "vortex.alp"), kids)
         return alp_array(enc, m.e, m.f, patches, arr.dtype)
+
+    def _patch_hits(self, arr: Array, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """(positions in ``idx`` that are patched, the patch each takes), or None."""
+        m: ALPMeta = arr.meta
+        if m.patches is None or not m.patches.len or not len(idx):
+            return None
+        pos = strict_patch_positions(m.patches, arr.children[1], len(arr), "vortex.alp")
+        k = np.minimum(np.searchsorted(pos, idx), len(pos) - 1)
+        hit = pos[k] == idx
+        out_pos = np.flatnonzero(hit)
+        return (out_pos, k[hit]) if len(out_pos) else None
+
+    def take_values(self, arr: Array, indices: np.ndarray) -> Any:
+        from ..compute.kernels import take_values
+
+        m: ALPMeta = arr.meta
+        p = arr.dtype.ptype
+        idx = np.asarray(indices, dtype=np.int64)
+        enc, valid = take_values(arr.children[0], idx)
+        if enc.dtype != _INT[p].np_dtype:
+            raise MalformedStreamError(f"vortex.alp encoded child decodes to {enc.dtype}")
+        out = alp_decode_values(enc, p, m.e, m.f)
+        hits = self._patch_hits(arr, idx)
+        if hits is not None:
+            out_pos, sel = hits
+            pv, pvalid = take_values(arr.children[2], sel)
+            if not out.flags.writeable:
+                out = out.copy()
+            out[out_pos] = pv.astype(out.dtype, copy=False)
+            if pvalid is not None:  # a row is valid if both the encoded value and the patch say so
+                valid = (np.ones(len(idx), np.bool_) if valid is None else valid.copy())
+                valid[out_pos] &= pvalid
+        return out, valid
 
     def describe(self, arr: Array) -> str:
         m: ALPMeta = arr.meta

@@ -256,6 +256,9 @@ class BitPackedEncoding(Encoding):
     def take(self, arr: Array, indices: Any) -> Any:
         return bitpacked_take(arr, indices)
 
+    def take_values(self, arr: Array, indices: np.ndarray) -> Any:
+        return _take_values(arr, np.asarray(indices, dtype=np.intp))
+
     def describe(self, arr: Array) -> str:
         m: BitPackedMeta = arr.meta
         s = f"bits={m.bit_width}"
@@ -286,7 +289,6 @@ def bitpacked_take(arr: Array, indices: Any) -> Array:
     """
     if arr.encoding != BITPACKED.id:
         raise TypeError(f"bitpacked_take needs a fastlanes.bitpacked array, not {arr.encoding}")
-    m: BitPackedMeta = arr.meta
     n = len(arr)
     idx = np.asarray(indices)
     if idx.dtype == np.bool_:
@@ -294,6 +296,20 @@ def bitpacked_take(arr: Array, indices: Any) -> Array:
     idx = idx.astype(np.intp, copy=False).ravel()
     if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= n):
         raise IndexError(f"take index out of range for an array of {n} rows")
+    vals, valid = _take_values(arr, idx)
+    validity = None
+    if BITPACKED._validity_child(arr) is not None:
+        from .bool_ import bool_array
+
+        validity = bool_array(np.ones(len(idx), np.bool_) if valid is None else valid)
+    return primitive_array(vals, validity, nullable=arr.dtype.nullable)
+
+
+def _take_values(arr: Array, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """(values, validity) at in-range ``idx``: each value read from its packed word(s),
+    patches overlaid."""
+    m: BitPackedMeta = arr.meta
+    n = len(arr)
     p = arr.dtype.ptype
     w = p.byte_width * 8
     nchunks = (m.offset + n + 1023) // 1024
@@ -308,13 +324,10 @@ def bitpacked_take(arr: Array, indices: Any) -> Array:
             hit = pos[k_c] == idx
             vals[hit] = pvals[sel[k_c[hit]]].astype(vals.dtype, copy=False)
     v = BITPACKED._validity_child(arr)
-    validity = None
-    if v is not None:
-        mask = validity_mask(v, n)
-        from .bool_ import bool_array
-
-        validity = bool_array(np.ones(len(idx), np.bool_) if mask is None else mask[idx])
-    return primitive_array(vals, validity, nullable=arr.dtype.nullable)
+    if v is None:
+        return vals, None
+    mask = validity_mask(v, n)
+    return vals, None if mask is None else mask[idx]
 
 
 # -- encoding ---------------------------------------------------------------------------

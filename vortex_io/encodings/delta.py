@@ -182,9 +182,15 @@ class DeltaEncoding(Encoding):
     def take(self, arr: Array, indices: Any) -> Any:
         """Decodes only the 1024-row chunks holding selected rows (their deltas read
         straight from the packed buffer when few chunks are needed), as kernel scratch."""
+        from .bool_ import bool_array
+
+        vals, valid = self.take_values(arr, indices)
+        return primitive_array(vals, None if valid is None else bool_array(valid),
+                               nullable=arr.dtype.nullable, ptype=arr.dtype.ptype)
+
+    def take_values(self, arr: Array, indices: Any) -> Any:
         from ..compute.kernels import take
         from ..compute.numeric import decoded
-        from .bool_ import bool_array
 
         m: DeltaMeta = arr.meta
         p = arr.dtype.ptype
@@ -194,7 +200,7 @@ class DeltaEncoding(Encoding):
         idx = np.asarray(indices, dtype=np.int64)
         rows = idx + m.offset
         valid = self.validity(arr)
-        vmask = None if valid is None else bool_array(valid[idx])
+        vmask = None if valid is None else valid[idx]
         chunk = rows >> 10
         first, last = m.offset >> 10, (m.offset + len(arr) + 1023) >> 10
         need = np.zeros(last - first, dtype=np.bool_)
@@ -215,8 +221,7 @@ class DeltaEncoding(Encoding):
             grid = fl.chunk_rows(primitive_values(deltas)[0].view(ut), w, k)
             grid[0] += primitive_values(bases)[0].view(ut)
             _prefix_rows(grid)
-        return primitive_array(grid.reshape(-1)[self._slots(w, rows, uc)].view(p.np_dtype),
-                               vmask, nullable=arr.dtype.nullable, ptype=p)
+        return grid.reshape(-1)[self._slots(w, rows, uc)].view(p.np_dtype), vmask
 
     @staticmethod
     def _slots(w: int, rows: np.ndarray, uc: np.ndarray) -> np.ndarray:

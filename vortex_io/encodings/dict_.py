@@ -126,22 +126,53 @@ class DictEncoding(Encoding):
     def _strings_to_arrow(self, arr: Array) -> Any:
         """Strings straight to Arrow: one Arrow ``take`` of the dictionary by the codes (no
         canonical array built in between; a selective ``take`` then decodes only its rows)."""
-        import pyarrow as pa
-
         from ..compute.numeric import decoded
         from .primitive import primitive_values
 
-        codes_arr, values = arr.children
-        c = decoded(codes_arr)
+        c = decoded(arr.children[0])
         if c.encoding != "vortex.primitive" or not c.dtype.ptype.is_int:
             raise MalformedStreamError(f"vortex.dict codes must be integers, not {c.dtype!r}")
         codes, valid = primitive_values(c)
-        idx = checked_indices(codes, valid, len(values), "vortex.dict codes")
-        if valid is not None and not valid.any():
-            return pa.nulls(len(arr), type=arr.dtype.to_arrow())
-        out = _arrow_gather(values.canonical(), idx, valid, limits_of(arr))
-        t = arr.dtype.to_arrow()
-        return out if out.type == t else out.cast(t)
+        return _strings_from_codes(arr, codes, valid)
+
+    def take_arrow(self, arr: Array, indices: np.ndarray) -> Any:
+        """Rows at in-range ``indices`` of a dictionary of strings as Arrow: only the
+        taken codes are read (``take_values``), then the values gathered by them."""
+        from ..arrow import string_view_enabled
+        from ..compute.kernels import take_values
+
+        if not isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
+            return None
+        codes, valid = take_values(arr.children[0], indices)
+        if codes.dtype.kind not in "iu":
+            raise MalformedStreamError(f"vortex.dict codes must be integers, not {codes.dtype}")
+        if string_view_enabled():
+            return _gather_views(arr, codes, valid)
+        return _strings_from_codes(arr, codes, valid)
+
+    def take_values(self, arr: Array, indices: np.ndarray) -> Any:
+        """A dictionary of primitive values: the taken codes index the decoded values."""
+        from ..compute.kernels import take_values
+        from .primitive import primitive_values
+
+        if not isinstance(arr.dtype, dt.Primitive):
+            return NotImplemented
+        codes_arr, values = arr.children
+        codes, cvalid = take_values(codes_arr, indices)
+        if codes.dtype.kind not in "iu":
+            raise MalformedStreamError(f"vortex.dict codes must be integers, not {codes.dtype}")
+        idx = checked_indices(codes, cvalid, len(values), "vortex.dict codes")
+        if cvalid is not None and not cvalid.any():  # (the values may be empty)
+            return np.zeros(len(idx), arr.dtype.ptype.np_dtype), cvalid
+        vc = values.canonical()
+        if vc.encoding != "vortex.primitive" or vc.dtype.ptype != arr.dtype.ptype:
+            raise MalformedStreamError(f"vortex.dict values decoded to {vc.dtype!r}")
+        vals, vvalid = primitive_values(vc)
+        valid = cvalid
+        if vvalid is not None:
+            vv = vvalid[idx]
+            valid = vv if valid is None else valid & vv
+        return vals[idx], valid
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         codes, values = arr.children
@@ -296,17 +327,32 @@ def _combine(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
     return a & b
 
 
-def _gather_views(arr: Array) -> Any:
+def _strings_from_codes(arr: Array, codes: np.ndarray, valid: np.ndarray | None) -> Any:
+    """The strings of a dictionary at ``codes`` (validity ``valid``) as Arrow ``string``."""
+    import pyarrow as pa
+
+    values = arr.children[1]
+    idx = checked_indices(codes, valid, len(values), "vortex.dict codes")
+    if valid is not None and not valid.any():
+        return pa.nulls(len(codes), type=arr.dtype.to_arrow())
+    out = _arrow_gather(values.canonical(), idx, valid, limits_of(arr))
+    t = arr.dtype.to_arrow()
+    return out if out.type == t else out.cast(t)
+
+
+def _gather_views(arr: Array, codes: np.ndarray | None = None,
+                  valid: np.ndarray | None = None) -> Any:
     """A dictionary of strings as Arrow ``string_view``: the dictionary's 16-byte views are
-    gathered by code (no string bytes are copied; the data buffers are shared)."""
+    gathered by code (no string bytes are copied; the data buffers are shared). ``codes``
+    (with ``valid``): only those rows; default all."""
     import pyarrow as pa
 
     from .primitive import primitive_values
 
-    n = len(arr)
     codes_arr, values = arr.children
-    c = codes_arr.canonical()
-    codes, valid = primitive_values(c)
+    if codes is None:
+        codes, valid = primitive_values(codes_arr.canonical())
+    n = len(codes)
     idx = checked_indices(codes, valid, len(values), "vortex.dict codes")
     v = values.to_arrow()
     if isinstance(v, pa.ChunkedArray):
@@ -418,6 +464,9 @@ def _arrow_gather(values: Array, idx: np.ndarray, valid: np.ndarray | None,
 #: string dictionaries whose values all have one length up to this gather as byte rows
 FIXED_WIDTH_MAX = 16
 _FIXED_DICT_MAX = 4096
+#: ... for gathers of at least this many rows (below it, the byte matrix's fixed setup
+#: costs more than Arrow's take: measured crossover ~4-5K rows)
+_FIXED_MIN_ROWS = 4096
 
 
 def _fixed_width_take(a: Any, idx: np.ndarray, valid: np.ndarray | None) -> Any:
@@ -429,7 +478,7 @@ def _fixed_width_take(a: Any, idx: np.ndarray, valid: np.ndarray | None) -> Any:
     import pyarrow as pa
 
     m, n = len(a), len(idx)
-    if not 0 < m <= _FIXED_DICT_MAX or n == 0:
+    if not 0 < m <= _FIXED_DICT_MAX or n < _FIXED_MIN_ROWS:
         return None
     bufs = a.buffers()
     offs = np.frombuffer(bufs[1], dtype=np.int32)[a.offset : a.offset + m + 1]

@@ -55,6 +55,16 @@ class ExtEncoding(Encoding):
 
         return ext_array(arr.dtype, take(arr.children[0], indices))
 
+    def take_arrow(self, arr: Array, indices: Any) -> Any:
+        """The storage's rows as Arrow (``take_arrow``), typed as the extension."""
+        from ..compute.kernels import take_arrow
+
+        storage = take_arrow(arr.children[0], indices)
+        if storage is None:
+            return None
+        target = arr.dtype.to_arrow()
+        return storage if storage.type == target else storage.view(target)
+
     def child_names(self, arr: Array) -> list[str]:
         return ["storage"]
 

@@ -137,6 +137,17 @@ class FoREncoding(Encoding):
 
         return for_array(take(arr.children[0], indices), arr.meta, arr.dtype)
 
+    def take_values(self, arr: Array, indices: np.ndarray) -> Any:
+        from ..compute.kernels import take_values
+
+        vals, valid = take_values(arr.children[0], indices)
+        p = arr.dtype.ptype
+        ut = fl.UNSIGNED[p.byte_width * 8]
+        if vals.dtype.itemsize != ut.itemsize:
+            raise MalformedStreamError(f"fastlanes.for: encoded child decoded to {vals.dtype}")
+        ref = ut.type(arr.meta & ((1 << (8 * p.byte_width)) - 1))
+        return np.add(vals.view(ut), ref).view(p.np_dtype), valid
+
     def describe(self, arr: Array) -> str:
         return f"reference={arr.meta}"
 

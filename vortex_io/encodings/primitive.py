@@ -73,9 +73,13 @@ class PrimitiveEncoding(Encoding):
     def take(self, arr: Array, indices: np.ndarray) -> Any:
         from .bool_ import bool_array
 
+        vals, valid = self.take_values(arr, indices)
+        v = None if valid is None else bool_array(valid)
+        return primitive_array(vals, v, nullable=arr.dtype.nullable, ptype=arr.dtype.ptype)
+
+    def take_values(self, arr: Array, indices: np.ndarray) -> Any:
         vals, valid = primitive_values(arr)
-        v = None if valid is None else bool_array(valid[indices])
-        return primitive_array(vals[indices], v, nullable=arr.dtype.nullable, ptype=arr.dtype.ptype)
+        return vals[indices], None if valid is None else valid[indices]
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:
         if not arr.dtype.ptype.is_int:
