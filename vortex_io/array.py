@@ -19,7 +19,7 @@ Encodings are registered by ID in a registry that users extend with
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -152,7 +152,8 @@ class Array:
         self._len = length if type(length) is int else int(length)
         self.metadata = metadata if type(metadata) is bytes else bytes(metadata)
         self.buffers = buffers if type(buffers) is tuple else tuple(buffers)
-        self.children = children if type(children) is tuple else tuple(children)
+        self.children = (children if type(children) is tuple or type(children) is LazyChildren
+                         else tuple(children))
         self._stats = stats
         self._cache: dict[str, Any] = {}
 
@@ -309,11 +310,48 @@ class Array:
 # -- deserialization parts ---------------------------------------------------------------
 
 
+class LazyChildren:
+    """The children of a node read off the wire, each built from the header when first
+    used. Readers that ask for it (a scan) give a message's root struct these: a batch the
+    statistics prune, or a projection, never builds the other columns (and so never checks
+    them either: their errors surface when, and only if, they are used)."""
+
+    __slots__ = ("_built", "_parts", "_specs")
+
+    def __init__(self, parts: ArrayParts, specs: Sequence[tuple[dt.DType, int]]) -> None:
+        self._parts = parts
+        self._specs = list(specs)
+        self._built: list[Array | None] = [None] * len(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self._specs))))
+        n = len(self._specs)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("child index out of range")
+        c = self._built[i]
+        if c is None:
+            d, length = self._specs[i]
+            c = self._built[i] = self._parts.child(i, d, length)
+        return c
+
+    def __iter__(self) -> Iterator[Array]:
+        return (self[i] for i in range(len(self._specs)))
+
+    def __repr__(self) -> str:
+        return f"LazyChildren({sum(c is not None for c in self._built)}/{len(self._specs)} built)"
+
+
 class ArrayParts:
     """What a node carries on the wire, handed to ``Encoding.build`` during decoding."""
 
-    __slots__ = ("_builder", "_children", "buffers", "depth", "encoding_id", "limits", "metadata",
-                 "nchildren", "stats")
+    __slots__ = ("_builder", "_children", "buffers", "depth", "encoding_id", "lazy", "limits",
+                 "metadata", "nchildren", "stats")
 
     def __init__(self, encoding_id, metadata, buffers, children, builder, stats, depth) -> None:
         self.encoding_id = encoding_id
@@ -327,6 +365,8 @@ class ArrayParts:
         self.nchildren = len(children)
         #: the reader's limits (``DEFAULT_LIMITS`` for a builder without any)
         self.limits: ReaderLimits = getattr(builder, "limits", DEFAULT_LIMITS)
+        #: build the children on first use (``LazyChildren``) rather than now
+        self.lazy = False
 
     def child(self, i: int, dtype: dt.DType, length: int) -> Array:
         """Decode child ``i`` with the dtype and length its parent derived for it."""
@@ -388,7 +428,8 @@ class Encoding:
             raise MalformedStreamError(
                 f"{self.id} has {parts.nchildren} children, expected {len(specs)}"
             )
-        children = [parts.child(i, d, n) for i, (d, n) in enumerate(specs)]
+        children = (LazyChildren(parts, specs) if parts.lazy
+                    else [parts.child(i, d, n) for i, (d, n) in enumerate(specs)])
         arr = Array(self, dtype, length, metadata=parts.metadata, buffers=parts.buffers,
                     children=children, stats=parts.stats)
         arr._cache["meta"] = meta

@@ -164,6 +164,9 @@ class Scan:
             if remaining is not None and remaining <= 0:
                 return
             reader = StreamReader(src, limits=self.limits)
+            # fields are built on first use: pruned batches and unprojected columns never
+            # are (errors in what is used are located below, like lazily decoded data)
+            reader._lazy_fields = True
             try:
                 if d is None:
                     d = self._dtype = reader.dtype
@@ -186,7 +189,11 @@ class Scan:
                             with stats._lock:
                                 stats.chunks += 1
                             continue
-                        arr, skip = arr.slice(skip, len(arr)), 0
+                        try:
+                            arr, skip = arr.slice(skip, len(arr)), 0
+                        except VortexIPCError as e:
+                            raise e.locate(message_index=batch.index, offset=batch.offset,
+                                           source=reader._src.name) from None
                     meter: list[int] = []
                     token = DECODE_METER.set(meter)
                     try:

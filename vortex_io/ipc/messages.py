@@ -71,19 +71,20 @@ class Message:
             raise e.locate(message_index=self.index, offset=self.offset) from None
 
     def array(self, dtype: dt.DType, limits: ReaderLimits = DEFAULT_LIMITS,
-              plans: HeaderPlans | None = None) -> Array:
+              plans: HeaderPlans | None = None, lazy: bool = False) -> Array:
         """The array carried by an Array message, decoded against the stream's dtype
-        (``plans``: the reader's cache of repeated headers, see ``HeaderPlans``)."""
+        (``plans``: the reader's cache of repeated headers, see ``HeaderPlans``; ``lazy``:
+        struct fields built on first use, see ``decode_array_body``)."""
         if self.type != MessageType.ARRAY:
             raise MalformedStreamError(f"expected an Array message, got {self.type.name}",
                                        message_index=self.index, offset=self.offset)
-        return _located(self, dtype, limits, plans)
+        return _located(self, dtype, limits, plans, lazy)
 
 
 def _located(msg: Message, dtype: dt.DType, limits: ReaderLimits,
-             plans: HeaderPlans | None = None) -> Array:
+             plans: HeaderPlans | None = None, lazy: bool = False) -> Array:
     try:
-        return decode_array_body(msg.body, msg.header, dtype, limits, plans)
+        return decode_array_body(msg.body, msg.header, dtype, limits, plans, lazy)
     except VortexIPCError as e:
         raise e.locate(message_index=msg.index, offset=msg.offset) from None
     except (IndexError, KeyError, struct.error, OverflowError, TypeError, ValueError,
@@ -196,10 +197,11 @@ class _Builder:
     zero-copy bodies this per-node work is most of what a reader pays for headers.
     """
 
-    __slots__ = ("buf", "buffers", "encodings", "limits", "nodes", "size", "_encs")
+    __slots__ = ("buf", "buffers", "encodings", "lazy", "limits", "nodes", "size", "_encs")
 
     def __init__(self, encodings: tuple[str, ...], buffers: list[np.ndarray], limits: ReaderLimits,
-                 buf: memoryview | None = None):
+                 buf: memoryview | None = None, lazy: bool = False):
+        self.lazy = lazy  # the root struct's fields are built on first use
         self.encodings = encodings
         self.buffers = buffers
         self.limits = limits
@@ -287,6 +289,8 @@ class _Builder:
                     "flatbuffer field ArrayNode.ArrayStats points outside the header")
             stats = _read_stats(buf, size, t)
         parts = ArrayParts(enc_id, meta, bufs, kids, self, stats, depth)
+        if depth == 0 and self.lazy and enc_id == "vortex.struct":
+            parts.lazy = True
         try:
             arr = enc.build(parts, dtype, length)
             # lazy decoding (to_arrow() later) checks expansions against the same limits
@@ -382,9 +386,10 @@ def _from_plan(plan: Any, buffers: list[np.ndarray], limits: ReaderLimits) -> Ar
 
 def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
                       limits: ReaderLimits = DEFAULT_LIMITS,
-                      plans: HeaderPlans | None = None) -> Array:
+                      plans: HeaderPlans | None = None, lazy: bool = False) -> Array:
     """Decode an Array message body into a lazily decoded encoding tree (``plans``: a
-    reader's ``HeaderPlans``, to build repeated headers from a plan)."""
+    reader's ``HeaderPlans``, to build repeated headers from a plan; ``lazy``: the root
+    struct's fields are built from the header on first use, see ``LazyChildren``)."""
     if header.row_count > limits.max_rows_per_message:
         raise LimitExceededError(
             f"array message of {header.row_count} rows, over the limit of {limits.max_rows_per_message}"
@@ -455,8 +460,10 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
     root_pos = arr_t._deref(0, "ArrayNode")
     if not root_pos:
         raise MalformedStreamError("array message has no root node")
-    builder = _Builder(header.encodings, buffers, limits, arr_t.buf)
+    builder = _Builder(header.encodings, buffers, limits, arr_t.buf, lazy)
     arr = builder(root_pos, dtype, header.row_count, 0)
+    if lazy:  # (a plan would build every field now)
+        return arr
     if plans is not None and plan is not None:  # (None: seen, and not replayable)
         # the first sighting only marks the header: streams whose headers never repeat
         # (compressed batches carry their own statistics) pay for no plans

@@ -206,6 +206,8 @@ class StreamReader:
         self._src = _Source(source)
         self._dec = MessageDecoder(limits=self.limits)
         self._plans = HeaderPlans()
+        #: build struct fields on first use (a scan sets it: it locates errors itself)
+        self._lazy_fields = False
         self._done = False
         try:
             self.dtype: dt.DType
@@ -247,7 +249,8 @@ class StreamReader:
                 self._src.close()
                 raise StopIteration
             _check_stream_message(m)
-            return Batch(m.array(self.dtype, self.limits, self._plans), m.metadata, m.index, m.offset)
+            return Batch(m.array(self.dtype, self.limits, self._plans, self._lazy_fields), m.metadata,
+                         m.index, m.offset)
         except VortexIPCError as e:
             self._done = True
             raise e.locate(source=self._src.name) from None
@@ -377,6 +380,8 @@ class AsyncStreamReader:
         self._stream = stream
         self._dec = MessageDecoder(limits=self.limits)
         self._plans = HeaderPlans()
+        #: build struct fields on first use (a scan sets it: it locates errors itself)
+        self._lazy_fields = False
         self._done = False
         self._eof = False
         self.dtype: dt.DType | None = None
@@ -431,7 +436,8 @@ class AsyncStreamReader:
             return None
         _check_stream_message(m)
         assert self.dtype is not None
-        return Batch(m.array(self.dtype, self.limits, self._plans), m.metadata, m.index, m.offset)
+        return Batch(m.array(self.dtype, self.limits, self._plans, self._lazy_fields), m.metadata,
+                         m.index, m.offset)
 
     def __aiter__(self) -> AsyncIterator[Batch]:
         return self._iter()

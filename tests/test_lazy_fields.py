@@ -1,0 +1,82 @@
+"""A scan builds a batch's fields from the header on first use (``LazyChildren``): pruned
+batches and unprojected columns are never built, and errors in what is used are still
+located (message index, offset)."""
+
+from __future__ import annotations
+
+import io
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import vortex_io as vio
+from fuzz.wire import parse_stream
+from vortex_io.array import ArrayParts, LazyChildren
+from vortex_io.errors import MalformedStreamError
+from vortex_io.expr import col
+
+
+def _bad_y_stream() -> tuple[pa.Table, bytes]:
+    """x and y over 4 canonical batches; y's buffer in message 3 is 8 bytes short."""
+    t = pa.table({"x": np.arange(4096, dtype=np.int64), "y": np.arange(4096, dtype=np.int64) * 2})
+    buf = io.BytesIO()
+    vio.write_ipc(buf, t, chunk_rows=1024, compress=False)
+    data = bytearray(buf.getvalue())
+    lengths = [f for f in parse_stream(bytes(data))[3].fields if f.what == "buffer length"]
+    struct.pack_into("<I", data, lengths[1].pos, 1024 * 8 - 8)  # buffer 1: y's values
+    return t, bytes(data)
+
+
+def test_unprojected_columns_are_never_built():
+    t, data = _bad_y_stream()
+    assert vio.scan(data, columns=["x"]).to_arrow().equals(t.select(["x"]))
+    with pytest.raises(MalformedStreamError) as ei:
+        vio.scan(data).to_arrow()
+    assert ei.value.message_index == 3 and "vortex.primitive buffer" in str(ei.value)
+    # the plain reader builds every field when it reads a batch
+    with pytest.raises(MalformedStreamError):
+        list(vio.StreamReader(data))
+
+
+def test_pruned_batches_are_not_built(monkeypatch):
+    """Four compressed batches, filter x < 1000 (first batch only): the pruned batches
+    build x alone (for its statistics), the kept one builds x and y."""
+    t = pa.table({"x": np.arange(4096, dtype=np.int64), "y": np.arange(4096, dtype=np.int64) * 2})
+    buf = io.BytesIO()
+    vio.write_ipc(buf, t, chunk_rows=1024, compress=True)
+    built: list[str] = []
+    orig = ArrayParts.child
+
+    def spy(self, i, dtype, length):
+        if self.depth == 0:
+            built.append(self.encoding_id)
+        return orig(self, i, dtype, length)
+
+    monkeypatch.setattr(ArrayParts, "child", spy)
+    s = vio.scan(buf.getvalue(), filter=col("x") < 1000)
+    got = s.to_arrow()
+    assert got.equals(t.filter(pa.compute.less(t["x"], 1000)))
+    assert s.stats.chunks_pruned == 3
+    assert len(built) == 3 * 1 + 2
+    built.clear()
+    list(vio.StreamReader(buf.getvalue()))  # the plain reader: every field of every batch
+    assert len(built) == 4 * 2
+
+
+def test_lazy_children_behave_like_a_tuple():
+    t = pa.table({"a": [1, 2], "b": ["x", "y"], "c": [1.5, None]})
+    buf = io.BytesIO()
+    vio.write_ipc(buf, t, compress=False)
+    r = vio.StreamReader(buf.getvalue())
+    r._lazy_fields = True
+    arr = next(iter(r)).array
+    kids = arr.children
+    assert isinstance(kids, LazyChildren) and len(kids) == 3 and "0/3 built" in repr(kids)
+    assert kids[-1] is kids[2] and kids[1:] == (kids[1], kids[2])
+    assert [k.dtype for k in kids] == [k.dtype for k in vio.read_ipc(buf.getvalue()).children]
+    with pytest.raises(IndexError):
+        kids[3]
+    assert arr.field("b").to_pylist() == ["x", "y"]
+    assert arr.to_arrow().equals(t.to_batches()[0].to_struct_array())
