@@ -70,4 +70,4 @@ def take(values: np.ndarray, indices: np.ndarray) -> np.ndarray:
         idx = scratch("take_index", len(indices), np.intp)
         np.copyto(idx, indices, casting="unsafe")
         indices = idx
-    return np.take(values, indices, out=out)
+    return np.take(values, indices, out=out, mode="clip")

@@ -154,7 +154,8 @@ class DeltaEncoding(Encoding):
         by_chunk = _memory.empty(k * 1024, ut)
         by_chunk.view(_V128).reshape(k, w)[...] = grid.view(_V128).reshape(w, k).T
         out = _memory.empty(k * 1024, ut)
-        np.take(by_chunk.view(ut).reshape(k, 1024), tabs[1], axis=1, out=out.reshape(k, 1024))
+        np.take(by_chunk.view(ut).reshape(k, 1024), tabs[1], axis=1, out=out.reshape(k, 1024),
+                mode="clip")
         start = m.offset - c0 * 1024
         vals = out[start : start + len(arr)].view(p.np_dtype)
         validity = arr.children[2] if len(arr.children) > 2 else None

@@ -230,10 +230,10 @@ def _unpack_broadcast(words: np.ndarray, w: int, b: int, nchunks: int) -> np.nda
     k_of, s_of, sp, k2, s2 = _slot_plan(w, b)
     wt = _lane_words(words, w, b, nchunks)
     rows = _scratch("rows", nchunks * 1024 * ut.itemsize).view(ut).reshape(w, m)
-    np.take(wt, k_of, axis=0, out=rows)
+    np.take(wt, k_of, axis=0, out=rows, mode="clip")
     np.right_shift(rows, s_of, out=rows)
     if len(sp):
-        hi = np.take(wt, k2, axis=0)
+        hi = np.take(wt, k2, axis=0, mode="clip")
         np.left_shift(hi, s2, out=hi)
         rows[sp] |= hi
     if b < w:
@@ -292,7 +292,7 @@ def chunk_rows(values: np.ndarray, w: int, nchunks: int) -> np.ndarray:
     c (the layout ``unpack_rows`` produces)."""
     blocks, _ = row_blocks(w)
     grid = _memory.empty(nchunks * 1024, UNSIGNED[w])
-    np.take(values.view(_V128).reshape(nchunks, w).T, blocks, axis=0,
+    np.take(values.view(_V128).reshape(nchunks, w).T, blocks, axis=0, mode="clip",
             out=grid.view(_V128).reshape(w, nchunks))
     return grid.reshape(w, nchunks * lanes(w))
 
@@ -344,8 +344,8 @@ def _extract(words: np.ndarray, word: np.ndarray, s: np.ndarray, spill_word: np.
     ut = UNSIGNED[w]
     one = ut.type(1)
     if words.ndim == 2:
-        lo = np.take(words, word, axis=1)
-        hi = np.take(words, spill_word, axis=1)
+        lo = np.take(words, word, axis=1, mode="clip")
+        hi = np.take(words, spill_word, axis=1, mode="clip")
     else:
         lo = words[word]
         hi = words[spill_word]
