@@ -8,7 +8,8 @@ The stream is written once per dataset by ``vortex_io.write_ipc(..., compress=Tr
 64Ki-row messages. Systems:
 
 * ``vortex_io.scan``: ``scan(bytes, filter=...).to_arrow()`` (filter kernels on the encoded
-  columns, then ``take`` of the selected rows only).
+  columns, then ``take`` of the selected rows only); ``vortex_io.scan-sv`` the same with
+  ``string_view=True`` (strings as ``string_view``, the types vortex-data returns).
 * ``vortex-data``: every message decoded lazily with ``vortex.serde.decode_ipc_array_buffers``
   then ``array.filter(array.apply(expr)).to_arrow_table()`` (the acceptance peer; the issue
   asks for at most 1.0x, goal 0.5x).
@@ -124,6 +125,9 @@ def scan_group(ctx: Context) -> Iterator[Case]:
             systems = [
                 System("vortex_io.scan", lambda e=e, d=data: vio.scan(d, filter=e).to_arrow(),
                        note="scan(bytes, filter=...).to_arrow()"),
+                System("vortex_io.scan-sv",
+                       lambda e=e, d=data: vio.scan(d, filter=e, string_view=True).to_arrow(),
+                       note="scan(..., string_view=True): the Arrow types vortex-data returns"),
                 System("decode+pyarrow",
                        lambda pe=pe, d=data: vio.StreamReader(d).read_arrow().filter(pe),
                        note="StreamReader(bytes).read_arrow().filter(expr)"),

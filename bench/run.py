@@ -322,6 +322,13 @@ def codecs(ctx: Context) -> Iterator[Case]:
                                           size=lambda _o, k=nbytes: k,
                                           note="read_arrow(threads=2); every other system "
                                                "runs on one thread"))
+                # and with vortex-data's output types (strings as string_view)
+                dec_systems.append(System(
+                    "vortex_io-sv",
+                    lambda d=encoded[n]: vio.StreamReader(d).read_arrow(threads=1,
+                                                                        string_view=True),
+                    size=lambda _o, k=nbytes: k,
+                    note="read_arrow(string_view=True): the Arrow types vortex-data returns"))
         tables = {"encodings chosen by vortex_io (write_ipc compress=True)":
                   encodings_table(encoded["vortex_io"], t.column_names)}
         if vx_ok:
