@@ -282,8 +282,16 @@ def test_decoded_columns_live_in_arrow_memory():
 # -- read_arrow(threads=) ------------------------------------------------------------------
 
 
+@pytest.fixture
+def pool_for_every_batch(monkeypatch):
+    """Decode every batch on the pool (by default small batches stay on the caller)."""
+    from vortex_io.ipc import reader
+
+    monkeypatch.setattr(reader, "THREAD_MIN_ROWS", 0)
+
+
 @pytest.mark.parametrize("name", ["vio", "vio-nulls", "vx", "vx-nulls"])
-def test_threaded_read_equals_single_threaded(streams, name):
+def test_threaded_read_equals_single_threaded(streams, name, pool_for_every_batch):
     data = streams[name]
     one = vio.StreamReader(data).read_arrow(threads=1)
     for n in (2, 3, 8):
@@ -294,6 +302,29 @@ def test_threaded_read_equals_single_threaded(streams, name):
     sv4 = vio.StreamReader(data).read_arrow(threads=4, string_view=True)
     assert sv4.equals(sv1)  # the string_view setting reaches the worker threads
     assert sv1.schema == sv4.schema
+
+
+def test_small_batches_stay_on_the_calling_thread(streams, monkeypatch):
+    """Batches under THREAD_MIN_ROWS never reach the pool (it measured slower for them);
+    with the threshold lowered, compressed columns do."""
+    import concurrent.futures as cf
+
+    from vortex_io.ipc import reader
+
+    submitted = []
+    orig = cf.ThreadPoolExecutor.submit
+
+    def spy(self, fn, *a, **k):
+        submitted.append(fn)
+        return orig(self, fn, *a, **k)
+
+    monkeypatch.setattr(cf.ThreadPoolExecutor, "submit", spy)
+    one = vio.StreamReader(streams["vio"]).read_arrow(threads=1)
+    assert vio.StreamReader(streams["vio"]).read_arrow(threads=2).equals(one)
+    assert submitted == []
+    monkeypatch.setattr(reader, "THREAD_MIN_ROWS", 0)
+    assert vio.StreamReader(streams["vio"]).read_arrow(threads=2).equals(one)
+    assert submitted
 
 
 def test_threaded_read_of_non_struct_and_chunked_batches():
@@ -318,7 +349,7 @@ def test_threads_default_follows_pyarrow_cpu_count(monkeypatch):
             reader._decode_threads(bad)
 
 
-def test_threaded_read_raises_vortex_errors(streams):
+def test_threaded_read_raises_vortex_errors(streams, pool_for_every_batch):
     """A batch that fails to decode on a worker raises the same error as on one thread."""
     data = bytearray(streams["vio"])
     msgs = [m for m in parse_stream(bytes(data)) if m.array is not None]
