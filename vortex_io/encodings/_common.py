@@ -79,14 +79,16 @@ def typed_buffer(arr: Array, i: int, np_dtype: np.dtype, count: int) -> np.ndarr
 
 def canonical_ints(a: Array, what: str) -> np.ndarray:
     """Decode an integer child (offsets, codes, indices...) to numpy, rejecting nulls."""
-    from .primitive import primitive_values
-
     c = a.canonical()
-    if not isinstance(c.dtype, dt.Primitive) or not c.dtype.ptype.is_int:
-        raise MalformedStreamError(f"{what} must be integers, not {c.dtype!r}")
-    vals, valid = primitive_values(c)
-    if valid is not None and not valid.all():
-        raise MalformedStreamError(f"{what} contain nulls")
+    d = c.dtype
+    if not isinstance(d, dt.Primitive) or not d.ptype.is_int:
+        raise MalformedStreamError(f"{what} must be integers, not {d!r}")
+    # (a canonical array of a primitive dtype is vortex.primitive: values, then validity)
+    vals = typed_buffer(c, 0, d.ptype.np_dtype, len(c))
+    if c.children:
+        valid = validity_mask(c.children[0], len(c))
+        if valid is not None and not valid.all():
+            raise MalformedStreamError(f"{what} contain nulls")
     return vals
 
 
