@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from .. import dtype as dt
@@ -10,8 +11,10 @@ from ..errors import MalformedStreamError
 from ..scalar import Scalar, value_from_proto, value_to_proto
 
 
+@functools.lru_cache(maxsize=1024)
 def _estimate_width(d: dt.DType) -> int:
-    """Rough decoded bytes per row, for the expansion limit."""
+    """Rough decoded bytes per row, for the expansion limit (dtypes are immutable: cached,
+    it runs for every message)."""
     if isinstance(d, dt.Extension):
         return _estimate_width(d.storage)
     if isinstance(d, dt.Primitive):

@@ -25,6 +25,15 @@ def check_offsets(offsets: np.ndarray, data_len: int, what: str) -> None:
         raise MalformedStreamError(f"{what}: offsets are not monotonic")
 
 
+def _view_type_ids() -> frozenset[int]:
+    import pyarrow as pa
+
+    return frozenset({pa.string_view().id, pa.binary_view().id})
+
+
+_VIEW_TYPE_IDS = _view_type_ids()
+
+
 def arrow_offsets(offsets: np.ndarray) -> tuple[np.ndarray, bool]:
     """Offsets as int32 when they fit (zero-copy when already int32), else int64; and is_large."""
     if offsets.dtype == np.int32:
@@ -94,7 +103,7 @@ class VarBinEncoding(StringEqualityKernels, Encoding):
         t = arr.dtype.to_arrow()
         if large:
             t = pa.large_string() if isinstance(arr.dtype, dt.Utf8) else pa.large_binary()
-        view = pa.types.is_string_view(t) or pa.types.is_binary_view(t)
+        view = t.id in _VIEW_TYPE_IDS
         if view:
             t = pa.string() if isinstance(arr.dtype, dt.Utf8) else pa.binary()
             if large:

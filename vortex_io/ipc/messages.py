@@ -365,22 +365,26 @@ def _plan_of(arr: Array, buffers: list[np.ndarray]) -> Any:
             if k is None:
                 return None
             kids.append(k)
+        # (validate is called again on every node built from the plan, unless it is the
+        # default no-op)
+        validate = enc.validate if type(enc).validate is not Encoding.validate else None
         return (enc, a.dtype, a._len, a.metadata, tuple(bidx), a._stats,
-                a._cache.get("meta"), tuple(kids))
+                a._cache.get("meta"), tuple(kids), validate)
 
     return visit(arr)
 
 
 def _from_plan(plan: Any, buffers: list[np.ndarray], limits: ReaderLimits) -> Array:
-    enc, dtype, length, metadata, bidx, stats, meta, kids = plan
+    enc, dtype, length, metadata, bidx, stats, meta, kids, validate = plan
     arr = Array(enc, dtype, length, metadata=metadata,
                 buffers=tuple([buffers[i] for i in bidx]),
-                children=tuple([_from_plan(k, buffers, limits) for k in kids]),
+                children=tuple([_from_plan(k, buffers, limits) for k in kids]) if kids else (),
                 stats=None if stats is None else dataclasses.replace(stats))
     cache = arr._cache
     cache["meta"] = meta
     cache["limits"] = limits
-    enc.validate(arr, limits)
+    if validate is not None:
+        validate(arr, limits)
     return arr
 
 
