@@ -27,8 +27,9 @@ its (internal) source protocol:
   equal to the column's). DuckDB does not filter accepted predicates again; anything refused
   stays a DuckDB ``FILTER`` above the scan.
 - ``stream(columns, filters)`` for each scan: a ``vortex_io.scan(paths, columns=...,
-  filter=...)`` (projection and filter pushdown on the encoded data; chunks pruned by their
-  statistics) exported as an Arrow C stream. The files are read afresh by every query: a file
+  filter=..., string_view=True)`` (projection and filter pushdown on the encoded data;
+  chunks pruned by their statistics; strings as ``string_view``, which DuckDB reads
+  natively) exported as an Arrow C stream. The files are read afresh by every query: a file
   rewritten between two queries is seen as it is now.
 
 ``EXPLAIN`` shows what was pushed under ``Filters:`` and ``Projections:`` of the
@@ -308,6 +309,9 @@ class VortexSource(pads.Dataset, ArrowScanSource):
         self.registered_name: str | None = None
         try:
             self._schema = scan(self.paths).schema
+            # what DuckDB binds and reads: strings as string_view (DuckDB 2.0 reads views
+            # natively, and dictionary strings then decode without copying their bytes)
+            self._stream_schema = scan(self.paths, string_view=True).schema
         except VortexIPCError as e:
             raise _located(e, self.paths[0]) from None
         if len(set(self._schema.names)) != len(self._schema.names):
@@ -339,7 +343,7 @@ class VortexSource(pads.Dataset, ArrowScanSource):
         # DuckDB reads the schema once it has bound the registered name: from here on the
         # plan holds this object and the registry entry is no longer needed
         _release(self.registered_name)
-        return self._schema.__arrow_c_schema__()
+        return self._stream_schema.__arrow_c_schema__()
 
     def rows(self) -> int | None:
         return None  # unknown without reading every message header
@@ -356,11 +360,12 @@ class VortexSource(pads.Dataset, ArrowScanSource):
             e = translate(f, self._schema)
             expr = e if expr is None else expr & e
         try:
-            s = scan(self.paths, columns=names, filter=expr)
+            s = scan(self.paths, columns=names, filter=expr, string_view=True)
             got = s.schema
         except VortexIPCError as e:
             raise _located(e, self.paths[0]) from None
-        want = self._schema if names is None else pa.schema([self._schema.field(n) for n in names])
+        full = self._stream_schema
+        want = full if names is None else pa.schema([full.field(n) for n in names])
         if got.types != want.types or got.names != want.names:
             raise VortexIPCError(f"vortex_ipc: {self.paths[0]!r} changed while the query was "
                                  f"planned: schema {want} is now {got}")
