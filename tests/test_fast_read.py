@@ -327,7 +327,7 @@ def test_small_batches_stay_on_the_calling_thread(streams, monkeypatch):
     assert submitted
 
 
-def test_threaded_read_of_non_struct_and_chunked_batches():
+def test_threaded_read_of_non_struct_and_chunked_batches(pool_for_every_batch):
     buf = io.BytesIO()
     vio.write_ipc(buf, pa.chunked_array([pa.array(range(i * 1000, i * 1000 + 1000))
                                          for i in range(5)]), chunk_rows=1000)

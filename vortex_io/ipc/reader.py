@@ -317,6 +317,8 @@ class StreamReader:
                     small = len(arr) < THREAD_MIN_ROWS
                     pending.append([_Done(c.to_arrow()) if small or _canonical_tree(c)
                                     else run(c.to_arrow) for c in arr.children])
+                elif len(arr) < THREAD_MIN_ROWS:
+                    pending.append(_Done(b.to_arrow().columns))
                 else:
                     pending.append(run(lambda b=b: b.to_arrow().columns))
             for p in pending:
@@ -327,7 +329,8 @@ class StreamReader:
                 [pa.chunked_array([c if c.type == fld.type else c.cast(fld.type) for c in col],
                                   type=fld.type) for col, fld in zip(cols, schema)],
                 schema=schema)
-        batches = [f.result() for f in [run(b.to_arrow) for b in self]]
+        batches = [f.result() for f in [_Done(b.to_arrow()) if len(b.array) < THREAD_MIN_ROWS
+                                        else run(b.to_arrow) for b in self]]
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable:
             return pa.Table.from_batches(batches, schema=self.schema)
         return pa.chunked_array(batches, type=self.dtype.to_arrow())
