@@ -80,3 +80,28 @@ def test_lazy_children_behave_like_a_tuple():
         kids[3]
     assert arr.field("b").to_pylist() == ["x", "y"]
     assert arr.to_arrow().equals(t.to_batches()[0].to_struct_array())
+
+
+def test_batches_the_filter_rejects_build_only_the_filter_columns(monkeypatch):
+    """Canonical batches carry no statistics (nothing is pruned): a batch where the filter
+    selects no row still builds and evaluates x, but never builds y."""
+    t = pa.table({"x": np.arange(4096, dtype=np.int64), "y": np.arange(4096, dtype=np.int64) * 2})
+    buf = io.BytesIO()
+    vio.write_ipc(buf, t, chunk_rows=1024, compress=False)
+    built: list[str] = []
+    orig = ArrayParts.child
+
+    def spy(self, i, dtype, length):
+        if self.depth == 0:
+            built.append(self.encoding_id)
+        return orig(self, i, dtype, length)
+
+    monkeypatch.setattr(ArrayParts, "child", spy)
+    s = vio.scan(buf.getvalue(), filter=col("x") == 5)
+    got = s.to_arrow()
+    assert got.to_pylist() == [{"x": 5, "y": 10}]
+    assert s.stats.chunks == 4 and s.stats.chunks_pruned == 0 and s.stats.rows_returned == 1
+    assert len(built) == 4 + 1
+    # an empty result keeps the schema
+    empty = vio.scan(buf.getvalue(), filter=col("x") == -1).to_arrow()
+    assert empty.num_rows == 0 and empty.schema == got.schema

@@ -254,6 +254,10 @@ class Scan:
                     n = cap
             elif len(idx) > cap:
                 idx = idx[:cap]
+        if idx is not None and len(idx) == 0:
+            # nothing selected: no column is built or decoded (with lazily built fields,
+            # a batch the filter rejects costs its filter columns only)
+            return pa.RecordBatch.from_pylist([], schema=schema)
         if not isinstance(self._dtype, dt.Struct):
             col = _select(arr, idx)
             return pa.RecordBatch.from_arrays([col], schema=schema)
