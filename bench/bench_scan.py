@@ -35,28 +35,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import vortex_io as vio
-from bench.harness import GROUPS, Case, Context, System, group
+from bench.harness import GROUPS, Case, Context, System, group, split_stream
 from vortex_io.expr import col
 
 CHUNK_ROWS = 65_536
-
-
-def _split(data: bytes) -> tuple[memoryview, list[memoryview]]:
-    """(DType message, [Array messages]) of a stream, framing only."""
-    dec = vio.MessageDecoder()
-    dec.feed(data)
-    msgs = list(dec)
-    dec.end_of_input()
-    mv = memoryview(data)
-    views = [mv[m.offset : m.offset + m.size] for m in msgs]
-    return views[0], views[1:]
 
 
 def _vx_filter(data: bytes, make_expr: Any) -> Any:
     """vortex-data's path: decode each message lazily, filter by the expression, to Arrow."""
     import vortex.serde as serde
 
-    dmsg, amsgs = _split(data)
+    dmsg, amsgs = split_stream(data)
     expr = make_expr()
 
     def run() -> pa.Table:

@@ -48,6 +48,7 @@ __all__ = [
     "group",
     "pin_threads",
     "run_case",
+    "split_stream",
     "table_difference",
     "write_json",
 ]
@@ -194,6 +195,20 @@ def table_difference(got: pa.Table, want: pa.Table) -> str | None:
 
 
 # -- threads and environment --------------------------------------------------------------------
+
+
+def split_stream(data: bytes) -> tuple[memoryview, list[memoryview]]:
+    """(DType message, [Array messages]) of a Vortex IPC stream, framing only (vortex_io's
+    decoder): what vortex-data's message-level decoder takes."""
+    import vortex_io as vio
+
+    dec = vio.MessageDecoder()
+    dec.feed(data)
+    msgs = list(dec)
+    dec.end_of_input()
+    mv = memoryview(data)
+    views = [mv[m.offset : m.offset + m.size] for m in msgs]
+    return views[0], views[1:]
 
 
 def pin_threads(n: int = 1, *, vortex: bool = True) -> dict[str, Any]:

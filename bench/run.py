@@ -41,6 +41,7 @@ from bench.harness import (
     group,
     pin_threads,
     run_case,
+    split_stream,
     write_json,
 )
 
@@ -116,17 +117,6 @@ def vx_encode(table: pa.Table) -> bytes:
             parts.extend(dtype_parts)
         parts.extend(array_parts)
     return b"".join(parts)
-
-
-def split_stream(data: bytes) -> tuple[memoryview, list[memoryview]]:
-    """(DType message, [Array messages]) of a stream, framing only (vortex_io's decoder)."""
-    dec = vio.MessageDecoder()
-    dec.feed(data)
-    msgs = list(dec)
-    dec.end_of_input()
-    mv = memoryview(data)
-    views = [mv[m.offset : m.offset + m.size] for m in msgs]
-    return views[0], views[1:]
 
 
 def vx_decode_split(dtype_msg: Any, array_msgs: list[Any]) -> pa.Table:
