@@ -18,12 +18,33 @@ from vortex_io.errors import MalformedStreamError
 from vortex_io.expr import col
 
 
-def _bad_y_stream() -> tuple[pa.Table, bytes]:
-    """x and y over 4 canonical batches; y's buffer in message 3 is 8 bytes short."""
+def _xy_stream(compress: bool) -> tuple[pa.Table, bytes]:
+    """Columns x and y over 4 batches of 1024 rows."""
     t = pa.table({"x": np.arange(4096, dtype=np.int64), "y": np.arange(4096, dtype=np.int64) * 2})
     buf = io.BytesIO()
-    vio.write_ipc(buf, t, chunk_rows=1024, compress=False)
-    data = bytearray(buf.getvalue())
+    vio.write_ipc(buf, t, chunk_rows=1024, compress=compress)
+    return t, buf.getvalue()
+
+
+@pytest.fixture
+def root_builds(monkeypatch) -> list[str]:
+    """Records every field of a batch's root node as it is built."""
+    built: list[str] = []
+    orig = ArrayParts.child
+
+    def spy(self, i, dtype, length):
+        if self.depth == 0:
+            built.append(self.encoding_id)
+        return orig(self, i, dtype, length)
+
+    monkeypatch.setattr(ArrayParts, "child", spy)
+    return built
+
+
+def _bad_y_stream() -> tuple[pa.Table, bytes]:
+    """x and y over 4 canonical batches; y's buffer in message 3 is 8 bytes short."""
+    t, good = _xy_stream(compress=False)
+    data = bytearray(good)
     lengths = [f for f in parse_stream(bytes(data))[3].fields if f.what == "buffer length"]
     struct.pack_into("<I", data, lengths[1].pos, 1024 * 8 - 8)  # buffer 1: y's values
     return t, bytes(data)
@@ -40,28 +61,18 @@ def test_unprojected_columns_are_never_built():
         list(vio.StreamReader(data))
 
 
-def test_pruned_batches_are_not_built(monkeypatch):
+def test_pruned_batches_are_not_built(root_builds):
     """Four compressed batches, filter x < 1000 (first batch only): the pruned batches
     build x alone (for its statistics), the kept one builds x and y."""
-    t = pa.table({"x": np.arange(4096, dtype=np.int64), "y": np.arange(4096, dtype=np.int64) * 2})
-    buf = io.BytesIO()
-    vio.write_ipc(buf, t, chunk_rows=1024, compress=True)
-    built: list[str] = []
-    orig = ArrayParts.child
-
-    def spy(self, i, dtype, length):
-        if self.depth == 0:
-            built.append(self.encoding_id)
-        return orig(self, i, dtype, length)
-
-    monkeypatch.setattr(ArrayParts, "child", spy)
-    s = vio.scan(buf.getvalue(), filter=col("x") < 1000)
+    t, data = _xy_stream(compress=True)
+    built = root_builds
+    s = vio.scan(data, filter=col("x") < 1000)
     got = s.to_arrow()
     assert got.equals(t.filter(pa.compute.less(t["x"], 1000)))
     assert s.stats.chunks_pruned == 3
     assert len(built) == 3 * 1 + 2
     built.clear()
-    list(vio.StreamReader(buf.getvalue()))  # the plain reader: every field of every batch
+    list(vio.StreamReader(data))  # the plain reader: every field of every batch
     assert len(built) == 4 * 2
 
 
@@ -82,26 +93,16 @@ def test_lazy_children_behave_like_a_tuple():
     assert arr.to_arrow().equals(t.to_batches()[0].to_struct_array())
 
 
-def test_batches_the_filter_rejects_build_only_the_filter_columns(monkeypatch):
+def test_batches_the_filter_rejects_build_only_the_filter_columns(root_builds):
     """Canonical batches carry no statistics (nothing is pruned): a batch where the filter
     selects no row still builds and evaluates x, but never builds y."""
-    t = pa.table({"x": np.arange(4096, dtype=np.int64), "y": np.arange(4096, dtype=np.int64) * 2})
-    buf = io.BytesIO()
-    vio.write_ipc(buf, t, chunk_rows=1024, compress=False)
-    built: list[str] = []
-    orig = ArrayParts.child
-
-    def spy(self, i, dtype, length):
-        if self.depth == 0:
-            built.append(self.encoding_id)
-        return orig(self, i, dtype, length)
-
-    monkeypatch.setattr(ArrayParts, "child", spy)
-    s = vio.scan(buf.getvalue(), filter=col("x") == 5)
+    _, data = _xy_stream(compress=False)
+    built = root_builds
+    s = vio.scan(data, filter=col("x") == 5)
     got = s.to_arrow()
     assert got.to_pylist() == [{"x": 5, "y": 10}]
     assert s.stats.chunks == 4 and s.stats.chunks_pruned == 0 and s.stats.rows_returned == 1
     assert len(built) == 4 + 1
     # an empty result keeps the schema
-    empty = vio.scan(buf.getvalue(), filter=col("x") == -1).to_arrow()
+    empty = vio.scan(data, filter=col("x") == -1).to_arrow()
     assert empty.num_rows == 0 and empty.schema == got.schema
