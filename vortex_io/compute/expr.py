@@ -13,7 +13,7 @@ filter keeps only the rows where the predicate is true.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "Expr",
@@ -164,8 +164,11 @@ class Compare(Expr):
         return f"({self.left!r} {_SYM[self.op]} {self.right!r})"
 
 
-class And(Expr):
+class _Connective(Expr):
+    """A boolean connective of two predicates (``And``, ``Or``)."""
+
     __slots__ = ("left", "right")
+    _symbol: ClassVar[str] = ""
 
     def __init__(self, left: Expr, right: Expr) -> None:
         self.left, self.right = left, right
@@ -174,20 +177,17 @@ class And(Expr):
         return (self.left, self.right)
 
     def __repr__(self) -> str:
-        return f"({self.left!r} & {self.right!r})"
+        return f"({self.left!r} {self._symbol} {self.right!r})"
 
 
-class Or(Expr):
-    __slots__ = ("left", "right")
+class And(_Connective):
+    __slots__ = ()
+    _symbol = "&"
 
-    def __init__(self, left: Expr, right: Expr) -> None:
-        self.left, self.right = left, right
 
-    def children(self) -> tuple[Expr, ...]:
-        return (self.left, self.right)
-
-    def __repr__(self) -> str:
-        return f"({self.left!r} | {self.right!r})"
+class Or(_Connective):
+    __slots__ = ()
+    _symbol = "|"
 
 
 class Not(Expr):
