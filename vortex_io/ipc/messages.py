@@ -125,18 +125,33 @@ def _bad(what: str) -> MalformedStreamError:
     return MalformedStreamError(f"flatbuffer {what} is outside the header")
 
 
-def _vector(buf: memoryview, size: int, p: int, elem: int, what: str) -> tuple[int, int]:
+def _vector(buf: memoryview, size: int, p: int, elem: int, what: str,
+            table: str = "ArrayNode") -> tuple[int, int]:
     """(start, count) of the vector whose offset field is at absolute position ``p``."""
     if p + 4 > size:
-        raise _bad(f"field ArrayNode.{what}")
+        raise _bad(f"field {table}.{what}")
     t = p + _U32.unpack_from(buf, p)[0]
     if t + 4 > size or t == p:
-        raise MalformedStreamError(f"flatbuffer field ArrayNode.{what} points outside the header")
+        raise MalformedStreamError(f"flatbuffer field {table}.{what} points outside the header")
     n = _U32.unpack_from(buf, t)[0]
     if t + 4 + n * elem > size:
         raise MalformedStreamError(
-            f"flatbuffer vector ArrayNode.{what} of {n} elements runs past the header")
+            f"flatbuffer vector {table}.{what} of {n} elements runs past the header")
     return t + 4, n
+
+
+def _vtable(buf: memoryview, size: int, t: int, table: str) -> tuple[int, int]:
+    """(vtable position, number of field slots) of the ``table`` table at ``t``, every
+    position checked before it is read."""
+    if t < 0 or t + 4 > size:
+        raise _bad(f"table {table} at {t}")
+    vt = t - _I32.unpack_from(buf, t)[0]
+    if vt < 0 or vt + 4 > size:
+        raise _bad(f"vtable of {table} at {vt}")
+    vt_len = _U16.unpack_from(buf, vt)[0]
+    if vt_len < 4 or vt_len & 1 or vt + vt_len > size:
+        raise MalformedStreamError(f"flatbuffer vtable of {table} has a bad size {vt_len}")
+    return vt, (vt_len - 4) >> 1
 
 
 _U64 = struct.Struct("<Q")
@@ -150,15 +165,8 @@ _STATS_VT = tuple(struct.Struct(f"<{k}H") for k in range(len(_STATS_KINDS) + 1))
 def _read_stats(buf: memoryview, size: int, t: int) -> ArrayStats:
     """The ``ArrayStats`` table at ``t`` (what ``schema.read_stats`` reads through
     ``flatbuf.Table``, in one vtable read and with only the present fields visited)."""
-    if t + 4 > size:
-        raise _bad(f"table ArrayStats at {t}")
-    vt = t - _I32.unpack_from(buf, t)[0]
-    if vt < 0 or vt + 4 > size:
-        raise _bad(f"vtable of ArrayStats at {vt}")
-    vt_len = _U16.unpack_from(buf, vt)[0]
-    if vt_len < 4 or vt_len & 1 or vt + vt_len > size:
-        raise MalformedStreamError(f"flatbuffer vtable of ArrayStats has a bad size {vt_len}")
-    k = min((vt_len - 4) >> 1, len(_STATS_KINDS))
+    vt, k = _vtable(buf, size, t, "ArrayStats")
+    k = min(k, len(_STATS_KINDS))
     vals: list[Any] = [None, False, None, False, None, None, None, None, None, None, None]
     for i, off in enumerate(_STATS_VT[k].unpack_from(buf, vt + 4)):
         if not off:
@@ -166,17 +174,8 @@ def _read_stats(buf: memoryview, size: int, t: int) -> ArrayStats:
         p = t + off
         kind = _STATS_KINDS[i]
         if kind == "v":
-            if p + 4 > size:
-                raise _bad("field ArrayStats.value")
-            q = p + _U32.unpack_from(buf, p)[0]
-            if q + 4 > size or q == p:
-                raise MalformedStreamError(
-                    "flatbuffer field ArrayStats.value points outside the header")
-            n = _U32.unpack_from(buf, q)[0]
-            if q + 4 + n > size:
-                raise MalformedStreamError(
-                    f"flatbuffer vector ArrayStats.value of {n} elements runs past the header")
-            vals[i] = bytes(buf[q + 4 : q + 4 + n])
+            q, n = _vector(buf, size, p, 1, "value", "ArrayStats")
+            vals[i] = bytes(buf[q : q + n])
         elif kind == "q":
             if p + 8 > size:
                 raise _bad("field ArrayStats.count")
@@ -219,16 +218,7 @@ class _Builder:
             raise LimitExceededError(f"array tree has more than {lim.max_nodes} nodes")
         buf = self.buf
         size = self.size
-        # the table and its vtable (every position checked before it is read)
-        if pos < 0 or pos + 4 > size:
-            raise _bad(f"table ArrayNode at {pos}")
-        vt = pos - _I32.unpack_from(buf, pos)[0]
-        if vt < 0 or vt + 4 > size:
-            raise _bad(f"vtable of ArrayNode at {vt}")
-        vt_len = _U16.unpack_from(buf, vt)[0]
-        if vt_len < 4 or vt_len & 1 or vt + vt_len > size:
-            raise MalformedStreamError(f"flatbuffer vtable of ArrayNode has a bad size {vt_len}")
-        k = (vt_len - 4) >> 1
+        vt, k = _vtable(buf, size, pos, "ArrayNode")
         if k >= 5:
             o_enc, o_meta, o_kids, o_bufs, o_stats = _VT_FIELDS[5].unpack_from(buf, vt + 4)
         else:
@@ -248,17 +238,9 @@ class _Builder:
         if enc is None:
             enc = self._encs[ei] = get_encoding(enc_id)
         meta = b""
-        if o_meta:  # (the vector read inline: every node has one)
-            p = pos + o_meta
-            t = p + _U32.unpack_from(buf, p)[0] if p + 4 <= size else -1
-            if t < 0 or t + 4 > size or t == p:
-                raise MalformedStreamError(
-                    "flatbuffer field ArrayNode.metadata points outside the header")
-            n = _U32.unpack_from(buf, t)[0]
-            if t + 4 + n > size:
-                raise MalformedStreamError(
-                    f"flatbuffer vector ArrayNode.metadata of {n} elements runs past the header")
-            meta = bytes(buf[t + 4 : t + 4 + n])
+        if o_meta:
+            s, n = _vector(buf, size, pos + o_meta, 1, "metadata")
+            meta = bytes(buf[s : s + n])
         kids: list[int] | tuple[()] = ()
         if o_kids:
             s, n = _vector(buf, size, pos + o_kids, 4, "children")
