@@ -95,11 +95,13 @@ def _row_tables(w: int) -> tuple[np.ndarray, np.ndarray] | None:
     return blocks, at
 
 
-def _prefix_rows(grid: np.ndarray) -> np.ndarray:
-    """Each lane's running sum down the rows of a (W, lanes) grid, in place. Narrow grids
-    (a few chunks) take one cumsum; wide ones one add per row over every lane (a cumsum
-    along axis 0 measured up to ~6x slower on 64 chunks, the loop's ~W calls ~10x slower
-    on one)."""
+def _prefix_rows(grid: np.ndarray, bases: np.ndarray) -> np.ndarray:
+    """The decoded values of a (W, lanes) grid of deltas, in place: each lane's base added
+    to its first row, then each lane's running sum down the rows. Narrow grids (a few
+    chunks) take one cumsum; wide ones one add per row over every lane (a cumsum along
+    axis 0 measured up to ~6x slower on 64 chunks, the loop's ~W calls ~10x slower on
+    one)."""
+    np.add(grid[0], bases, out=grid[0])
     if grid.shape[1] <= 128:
         return np.cumsum(grid, axis=0, out=grid)
     for r in range(1, grid.shape[0]):
@@ -220,8 +222,7 @@ class DeltaEncoding(Encoding):
                 if c.encoding != "vortex.primitive" or c.dtype.ptype != p:
                     raise MalformedStreamError(f"fastlanes.delta: {what} decoded to {c.dtype!r}")
             grid = fl.chunk_rows(primitive_values(deltas)[0].view(ut), w, k)
-            grid[0] += primitive_values(bases)[0].view(ut)
-            _prefix_rows(grid)
+            _prefix_rows(grid, primitive_values(bases)[0].view(ut))
         return grid.reshape(-1)[self._slots(w, rows, uc)].view(p.np_dtype), vmask
 
     @staticmethod
@@ -262,8 +263,7 @@ class DeltaEncoding(Encoding):
             deltas = primitive_values(dc)[0].view(ut)
             grid = fl.chunk_rows(deltas[first * 1024 : last * 1024], w, k)
         bases = primitive_values(bc)[0].view(ut)
-        np.add(grid[0], bases[first * nl : last * nl], out=grid[0])
-        return _prefix_rows(grid)
+        return _prefix_rows(grid, bases[first * nl : last * nl])
 
     def describe(self, arr: Array) -> str:
         return f"offset={arr.meta.offset}" if arr.meta.offset else ""
