@@ -67,6 +67,7 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from ..arrow import string_view_output, to_arrow_schema
 from ..compute.expr import Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from ..errors import VortexIPCError
 from ..scan import Scan, expand_sources, scan
@@ -308,10 +309,12 @@ class VortexSource(pads.Dataset, ArrowScanSource):
         self.on_scan = on_scan
         self.registered_name: str | None = None
         try:
-            self._schema = scan(self.paths).schema
+            first = scan(self.paths)
+            self._schema = first.schema
             # what DuckDB binds and reads: strings as string_view (DuckDB 2.0 reads views
             # natively, and dictionary strings then decode without copying their bytes)
-            self._stream_schema = scan(self.paths, string_view=True).schema
+            with string_view_output(True):
+                self._stream_schema = to_arrow_schema(first.dtype)
         except VortexIPCError as e:
             raise _located(e, self.paths[0]) from None
         if len(set(self._schema.names)) != len(self._schema.names):
