@@ -95,13 +95,17 @@ def _canonical_tree(a: Array) -> bool:
 
 
 def _runner(pool: Any) -> Any:
-    """submit(fn) -> object with .result(): on ``pool`` in a copy of the caller's context
-    (string_view output and decode meters are context variables), or right away."""
-    if pool is None:
-        return lambda fn: _Done(fn())
+    """run(fn, inline=False) -> object with .result(): on ``pool`` in a copy of the caller's
+    context (string_view output and decode meters are context variables), or right away
+    when there is no pool or ``inline``."""
     import contextvars
 
-    return lambda fn: pool.submit(contextvars.copy_context().run, fn)
+    def run(fn: Any, inline: bool = False) -> Any:
+        if pool is None or inline:
+            return _Done(fn())
+        return pool.submit(contextvars.copy_context().run, fn)
+
+    return run
 
 
 def _check_stream_message(msg: Message) -> None:
@@ -315,12 +319,11 @@ class StreamReader:
                     # more than they gain (measured: 64Ki-row batches 1.0-1.3x slower on 2
                     # threads, 1Mi-row batches 1.1-1.2x faster)
                     small = len(arr) < THREAD_MIN_ROWS
-                    pending.append([_Done(c.to_arrow()) if small or _canonical_tree(c)
-                                    else run(c.to_arrow) for c in arr.children])
-                elif len(arr) < THREAD_MIN_ROWS:
-                    pending.append(_Done(b.to_arrow().columns))
+                    pending.append([run(c.to_arrow, small or _canonical_tree(c))
+                                    for c in arr.children])
                 else:
-                    pending.append(run(lambda b=b: b.to_arrow().columns))
+                    pending.append(run(lambda b=b: b.to_arrow().columns,
+                                       len(arr) < THREAD_MIN_ROWS))
             for p in pending:
                 fields = [f.result() for f in p] if isinstance(p, list) else p.result()
                 for col, f in zip(cols, fields):
@@ -329,8 +332,8 @@ class StreamReader:
                 [pa.chunked_array([c if c.type == fld.type else c.cast(fld.type) for c in col],
                                   type=fld.type) for col, fld in zip(cols, schema)],
                 schema=schema)
-        batches = [f.result() for f in [_Done(b.to_arrow()) if len(b.array) < THREAD_MIN_ROWS
-                                        else run(b.to_arrow) for b in self]]
+        batches = [f.result() for f in [run(b.to_arrow, len(b.array) < THREAD_MIN_ROWS)
+                                        for b in self]]
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable:
             return pa.Table.from_batches(batches, schema=self.schema)
         return pa.chunked_array(batches, type=self.dtype.to_arrow())
