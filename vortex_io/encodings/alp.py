@@ -33,7 +33,7 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
-from .patches import PatchesMeta, apply_patches, make_patches
+from .patches import PatchesMeta, apply_patches, make_patches, patch_hits
 from .sparse import slice_patches, strict_patch_positions
 
 __all__ = ["ALPMeta", "alp_array", "alp_encode", "alp_decode_values", "F10", "IF10", "MAX_EXPONENT"]
@@ -317,10 +317,8 @@ class ALPEncoding(Encoding):
         if m.patches is None or not m.patches.len or not len(idx):
             return None
         pos = strict_patch_positions(m.patches, arr.children[1], len(arr), "vortex.alp")
-        k = np.minimum(np.searchsorted(pos, idx), len(pos) - 1)
-        hit = pos[k] == idx
-        out_pos = np.flatnonzero(hit)
-        return (out_pos, k[hit]) if len(out_pos) else None
+        out_pos, sel = patch_hits(pos, idx)
+        return (out_pos, sel) if len(out_pos) else None
 
     def take_values(self, arr: Array, indices: np.ndarray) -> Any:
         from ..compute.kernels import take_values

@@ -28,7 +28,7 @@ from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from . import fastlanes_layout as fl
 from ._common import log2_width, typed_buffer, validity_mask, validity_spec
-from .patches import PatchesMeta, apply_patches, make_patches, patch_positions
+from .patches import PatchesMeta, apply_patches, make_patches, patch_hits, patch_positions
 from .primitive import primitive_array, primitive_values
 
 __all__ = [
@@ -319,10 +319,8 @@ def _take_values(arr: Array, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | 
         pos, sel = patch_positions(m.patches, arr.children[0], n)
         if len(pos):
             pvals, _ = primitive_values(arr.children[1].canonical())
-            k = np.searchsorted(pos, idx)
-            k_c = np.minimum(k, len(pos) - 1)
-            hit = pos[k_c] == idx
-            vals[hit] = pvals[sel[k_c[hit]]].astype(vals.dtype, copy=False)
+            out, k = patch_hits(pos, idx)
+            vals[out] = pvals[sel[k]].astype(vals.dtype, copy=False)
     v = BITPACKED._validity_child(arr)
     if v is None:
         return vals, None

@@ -96,6 +96,17 @@ def patch_positions(meta: PatchesMeta, indices: Array, n: int) -> tuple[np.ndarr
     return pos[sel], sel
 
 
+def patch_hits(positions: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which taken rows are patched: (the places in ``idx`` whose row is one of the sorted
+    patch ``positions``, and the patch each one takes), by binary search."""
+    if len(positions) == 0 or len(idx) == 0:
+        none = np.zeros(0, dtype=np.intp)
+        return none, none
+    k = np.minimum(np.searchsorted(positions, idx), len(positions) - 1)
+    hit = positions[k] == idx
+    return np.flatnonzero(hit), k[hit]
+
+
 def apply_patches(values: np.ndarray, mask: np.ndarray | None, meta: PatchesMeta, indices: Array,
                   patch_values: Array, n: int) -> tuple[np.ndarray, np.ndarray | None]:
     """Overlay patches on ``values`` (modified in place when writable) and on the validity

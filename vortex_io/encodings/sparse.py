@@ -28,7 +28,7 @@ from ..proto import ProtoWriter, parse
 from ..scalar import value_from_proto, value_to_proto
 from ._common import canonical_ints
 from .dict_ import estimate_row_width, narrowest_uint
-from .patches import PatchesMeta
+from .patches import PatchesMeta, patch_hits
 
 __all__ = ["sparse_array", "sparse_encode", "sparse_fill_value", "slice_patches",
            "strict_patch_positions"]
@@ -205,16 +205,12 @@ class SparseEncoding(Encoding):
         idx = np.asarray(indices, dtype=np.int64)
         pos = self._positions(arr)
         fill = sparse_fill_value(arr)
-        if len(pos) == 0 or len(idx) == 0:
-            return constant_array(fill, len(idx), arr.dtype)
-        k = np.minimum(np.searchsorted(pos, idx), len(pos) - 1)
-        hit = pos[k] == idx
-        out_pos = np.flatnonzero(hit)
+        out_pos, sel = patch_hits(pos, idx)
         if len(out_pos) == 0:
             return constant_array(fill, len(idx), arr.dtype)
         ip = narrowest_uint(int(out_pos[-1]))
         return sparse_array(primitive_array(out_pos.astype(ip.np_dtype)),
-                            take(arr.children[1], k[hit]), len(idx), fill, arr.dtype)
+                            take(arr.children[1], sel), len(idx), fill, arr.dtype)
 
     def describe(self, arr: Array) -> str:
         return f"patches={arr.meta.len}, fill={sparse_fill_value(arr)!r}"
