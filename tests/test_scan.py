@@ -314,3 +314,35 @@ def test_string_view_output_matches_string_output():
     assert s.schema.field("s").type == pa.string_view()
     assert s.to_arrow().cast(t.schema).equals(expected(t, e))
     assert vio.array(t["s"]).to_arrow(string_view=True).type == pa.string_view()
+
+
+@pytest.mark.parametrize("e", [
+    col("s") == "fig",
+    (col("s") == "kiwi") & (col("i") == 3),
+    Compare("eq", Literal(7), Column("i")),  # literal on the left
+    col("b") == True,  # noqa: E712
+    col("u8") == 17,
+    col("ts") == TABLE["ts"][1234].as_py(),
+    col("u8") == 300,  # out of u8's range: no row
+    col("i") == 1.5,  # not an integer: no row
+    (col("s") == "fig") | (col("s") == "pear"),  # not a conjunct: decoded as usual
+    col("f") == 0.0,  # floats are never pinned (-0.0 == 0.0)
+])
+@pytest.mark.parametrize("string_view", [False, True])
+def test_equality_conjuncts_pin_their_columns(e, string_view):
+    """Rows selected by ``col == literal`` all hold the literal: the scan repeats it
+    rather than decoding the column, with the same values and Arrow types."""
+    s = vio.scan(DATA, filter=e, string_view=string_view)
+    got = s.to_arrow()
+    assert got.schema == s.schema
+    assert same(got.cast(TABLE.schema), expected(TABLE, e)), repr(e)
+
+
+def test_a_pinned_column_is_not_decoded():
+    s = vio.scan(DATA, columns=["s"], filter=col("s") == "fig")
+    got = s.to_arrow()
+    assert got.num_rows == expected(TABLE, col("s") == "fig").num_rows > 0
+    assert s.stats.bytes_canonicalized == 0  # every returned value is the literal
+    s = vio.scan(DATA, columns=["s"], filter=col("s").is_in(["fig"]))
+    assert same(s.to_arrow(), got)
+    assert s.stats.bytes_canonicalized > 0

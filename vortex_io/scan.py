@@ -32,8 +32,8 @@ from . import dtype as dt
 from .array import DECODE_METER, Array
 from .arrow import arrow_take, string_view_output
 from .compute.evaluate import can_skip, check_expr, evaluate
-from .compute.expr import Expr
-from .compute.kernels import mask_true, take_arrow
+from .compute.expr import And, Column, Compare, Expr, Literal
+from .compute.kernels import coerce_literal, mask_true, take_arrow
 from .errors import VortexIPCError
 from .ipc.reader import StreamReader
 from .limits import ReaderLimits
@@ -128,6 +128,7 @@ class Scan:
         self.stats = ScanStats(sources=len(self.sources))
         self._dtype: dt.DType | None = None
         self._schema: Any = None
+        self._pinned: dict[str, Any] | None = None  # see _pinned_values
         if any(isinstance(s, (bytes, bytearray, memoryview, str, os.PathLike)) for s in self.sources[:1]):
             self._read_dtype()
 
@@ -266,7 +267,11 @@ class Scan:
             k = n if idx is None else len(idx)
             return pa.RecordBatch.from_struct_array(pa.StructArray.from_arrays([], names=[]).slice(0, 0)) \
                 if k == 0 else pa.record_batch([pa.nulls(k)], names=["_"]).select([])
-        cols = [_select(arr.field(nm), idx) for nm in names]
+        if self._pinned is None:
+            self._pinned = _pinned_values(self.filter, self._dtype, schema) if idx is not None else {}
+        pinned = self._pinned
+        cols = [pa.repeat(pinned[nm], len(idx)) if nm in pinned and idx is not None
+                else _select(arr.field(nm), idx) for nm in names]
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
     def to_arrow(self) -> Any:
@@ -296,6 +301,49 @@ class Scan:
                 f"{html.escape(str(self.columns or 'all'))}<br>filter: "
                 f"<code>{html.escape(repr(self.filter))}</code><br>stats: "
                 f"{html.escape(str(self.stats.as_dict()))}")
+
+
+def _pinned_values(filter: Expr | None, d: dt.DType, schema: Any) -> dict[str, Any]:
+    """Output columns every selected row holds one known value of: ``col == literal``
+    among the filter's AND-conjuncts, for dtypes where equal means identical (strings,
+    binary, booleans, integers, timestamps; not floats: ``-0.0 == 0.0``). The scan
+    repeats the literal for them instead of decoding the rows it already compared."""
+    import pyarrow as pa
+
+    out: dict[str, Any] = {}
+    if filter is None or not isinstance(d, dt.Struct):
+        return out
+    stack = [filter]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, And):
+            stack += [e.left, e.right]
+            continue
+        if not isinstance(e, Compare):
+            continue
+        op, c, v = e.normalized()
+        if op != "eq" or not isinstance(c, Column) or not isinstance(v, Literal):
+            continue
+        if c.name not in d.names or c.name not in schema.names:
+            continue
+        fd = d.field(c.name)
+        s = fd.storage if isinstance(fd, dt.Extension) else fd
+        if isinstance(fd, dt.Extension) and not (fd.is_temporal and isinstance(s, dt.Primitive)):
+            continue
+        want: tuple[type, ...] | None = (
+            (str,) if isinstance(s, dt.Utf8) else (bytes,) if isinstance(s, dt.Binary)
+            else (bool,) if isinstance(s, dt.Bool)
+            else (int,) if isinstance(s, dt.Primitive) and s.ptype.is_int else None)
+        if want is None:
+            continue
+        try:
+            value = coerce_literal(fd, v.value)
+            if type(value) not in want:  # e.g. 1.5 against integers: no row can match
+                continue
+            out[c.name] = pa.scalar(value, type=schema.field(c.name).type)
+        except (TypeError, ValueError, OverflowError, pa.ArrowInvalid):
+            continue  # out of the column's range: no row matches, nothing to pin
+    return out
 
 
 def _select(a: Array, idx: np.ndarray | None) -> Any:
