@@ -134,7 +134,7 @@ def test_pack_matches_bit_by_bit_reference(w, b):
 
 
 @given(w=st.sampled_from([8, 16, 32, 64]), data=st.data(),
-       nchunks=st.sampled_from([1, 2, 7, 8, 9, 17]))
+       nchunks=st.sampled_from([1, 2, 7, 8, 9, 17, 65]))
 def test_unpack_paths_and_random_access_agree(w, data, nchunks):
     b = data.draw(st.integers(0, w))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32)))
@@ -146,6 +146,9 @@ def test_unpack_paths_and_random_access_agree(w, data, nchunks):
     if b:  # each strategy, whatever size unpack would pick it for
         for path in (fl._gather_unpack, fl._unpack_broadcast, fl._unpack_rows):
             assert (path(words, w, b, nchunks) == v).all(), path.__name__
+        grid = fl.chunk_rows(v, w, nchunks)  # the natural row order fastlanes.delta sums in
+        assert (fl._unpack_rows_broadcast(words, w, b, nchunks) == grid).all()
+    assert (fl.unpack_rows(words, w, b, nchunks) == fl.chunk_rows(v, w, nchunks)).all()
     pos = rng.integers(0, nchunks * 1024, 100)
     assert (fl.unpack_at(words, w, b, pos) == v[pos]).all()
 
