@@ -12,6 +12,8 @@ from .expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from .kernels import (
     LiteralError,
     Mask,
+    arrow_bool_to_mask,
+    coerce_literal,
     compare,
     is_in,
     is_null,
@@ -44,14 +46,10 @@ def check_expr(e: Expr, d: dt.DType) -> None:
         check_expr(left, d)
         check_expr(right, d)
         if isinstance(left, Column) and isinstance(right, Literal) and right.value is not None:
-            from .kernels import coerce_literal
-
             coerce_literal(d.field(left.name), right.value)  # type: ignore[union-attr]
         return
     if isinstance(e, IsIn) and isinstance(e.child, Column):
         check_expr(e.child, d)
-        from .kernels import coerce_literal
-
         fd = d.field(e.child.name)  # type: ignore[union-attr]
         for v in e.values:
             if v is not None:
@@ -98,8 +96,6 @@ def evaluate(e: Expr, batch: Array) -> Mask:
         f = _field(batch, e.name)
         if not isinstance(f.dtype, dt.Bool):
             raise TypeError(f"column {e.name!r} is {f.dtype!r}, not bool: it cannot be a filter")
-        from .kernels import arrow_bool_to_mask
-
         return arrow_bool_to_mask(f.to_arrow())
     raise TypeError(f"cannot evaluate {e!r}")
 
@@ -107,8 +103,6 @@ def evaluate(e: Expr, batch: Array) -> Mask:
 def _arrow_eval(e: Expr, batch: Array) -> Mask:
     """Fallback for shapes without a kernel (column vs column...): pyarrow.compute."""
     import pyarrow.compute as pc
-
-    from .kernels import arrow_bool_to_mask
 
     def ev(x: Expr) -> Any:
         if isinstance(x, Column):
@@ -166,8 +160,6 @@ def can_skip(e: Expr, batch: Array) -> bool:
 
 
 def _cmp_key(d: dt.DType, v: Any) -> Any:
-    from .kernels import coerce_literal
-
     s = d.storage if isinstance(d, dt.Extension) else d
     if isinstance(s, dt.Decimal):
         import decimal
@@ -204,8 +196,6 @@ def _skip(e: Expr, batch: Array) -> bool:
             return True
         if lo is None or hi is None:
             return False
-        from .kernels import coerce_literal
-
         v = coerce_literal(f.dtype, right.value)
         lo, hi = _cmp_key(f.dtype, lo), _cmp_key(f.dtype, hi)
         if isinstance(lo, float) and (lo != lo or hi != hi):
@@ -228,8 +218,6 @@ def _skip(e: Expr, batch: Array) -> bool:
             return True
         if lo is None or hi is None:
             return False
-        from .kernels import coerce_literal
-
         lo, hi = _cmp_key(f.dtype, lo), _cmp_key(f.dtype, hi)
         vals = [coerce_literal(f.dtype, x) for x in e.values if x is not None]
         return all(v < lo or v > hi for v in vals)

@@ -396,12 +396,12 @@ def take_values(array: Array, indices: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """Rows at in-range int64 ``indices`` of a primitive-dtype array as numpy ``(values,
     validity mask or None)``: read straight from the encoded buffers where the encodings
     implement ``Encoding.take_values``, else taken and decoded."""
-    from ..encodings.primitive import primitive_values
-    from .numeric import decoded
-
     res = array.vtable.take_values(array, indices)
     if res is not NotImplemented:
         return res
+    from ..encodings.primitive import primitive_values
+    from .numeric import decoded
+
     c = decoded(take(array, indices))
     if c.encoding != "vortex.primitive":
         from ..errors import MalformedStreamError

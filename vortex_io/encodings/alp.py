@@ -31,9 +31,14 @@ import numpy as np
 from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from ..compute.kernels import compare_storage, is_in_storage, take, take_values
+from ..compute.numeric import OPS, broadcast, decoded, isin_values, np_literal, validity
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
+from ._common import validity_mask
+from .bool_ import bool_array
 from .patches import PatchesMeta, apply_patches, make_patches, patch_hits
+from .primitive import primitive_array, primitive_raw, primitive_values
 from .sparse import slice_patches, strict_patch_positions
 
 __all__ = ["ALPMeta", "alp_array", "alp_encode", "alp_decode_values", "F10", "IF10", "MAX_EXPONENT"]
@@ -135,8 +140,6 @@ class ALPEncoding(Encoding):
         check_decoded_size(n * arr.dtype.ptype.byte_width, f"vortex.alp of {n} rows", limits)
 
     def canonicalize(self, arr: Array) -> Array:
-        from ._common import validity_mask
-        from .primitive import primitive_array, primitive_raw
 
         m: ALPMeta = arr.meta
         n = len(arr)
@@ -150,7 +153,6 @@ class ALPEncoding(Encoding):
             strict_patch_positions(m.patches, arr.children[1], n, "vortex.alp")
             out, pmask = apply_patches(out, None, m.patches, arr.children[1], arr.children[2], n)
             if pmask is not None:  # patch values carry nulls: a row is valid if both say so
-                from .bool_ import bool_array
 
                 base = validity_mask(vchild, n)
                 vchild = bool_array(pmask if base is None else base & pmask)
@@ -169,8 +171,6 @@ class ALPEncoding(Encoding):
     # -- compute kernels: compare in the encoded integer domain --------------------------
     def _patch_rows(self, arr: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
         """(positions, values, validity or None) of the patches, or None without any."""
-        from ..compute.numeric import decoded, validity
-        from .primitive import primitive_values
 
         m: ALPMeta = arr.meta
         if m.patches is None or not m.patches.len:
@@ -182,7 +182,6 @@ class ALPEncoding(Encoding):
         return pos, primitive_values(pv)[0], validity(pv)
 
     def validity(self, arr: Array) -> Any:
-        from ..compute.numeric import validity
 
         base = validity(arr.children[0])
         pr = self._patch_rows(arr)
@@ -212,8 +211,6 @@ class ALPEncoding(Encoding):
 
     def _encoded_compare(self, arr: Array, lit: Any, op: str) -> Any:
         """The Mask of ``op`` on the non-patched rows, from the encoded child."""
-        from ..compute.kernels import compare_storage
-        from ..compute.numeric import broadcast, validity
 
         child = arr.children[0]
         x = float(lit)
@@ -261,7 +258,6 @@ class ALPEncoding(Encoding):
         return vals, valid
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.numeric import OPS, np_literal
 
         lit = np_literal(arr.dtype.ptype, value)
         if lit is None:
@@ -274,8 +270,6 @@ class ALPEncoding(Encoding):
     def is_in(self, arr: Array, values: list[Any]) -> Any:
         """Exactly encodable literals become encoded integers (matched bit for bit, as
         Arrow's is_in does); the patches are matched on their own."""
-        from ..compute.kernels import is_in_storage
-        from ..compute.numeric import isin_values, np_literal
 
         p = arr.dtype.ptype
         m: ALPMeta = arr.meta
@@ -298,7 +292,6 @@ class ALPEncoding(Encoding):
 
     def take(self, arr: Array, indices: Any) -> Any:
         """Takes the encoded child and the patches that fall on the taken rows."""
-        from ..compute.kernels import take
 
         m: ALPMeta = arr.meta
         idx = np.asarray(indices, dtype=np.int64)
@@ -321,7 +314,6 @@ class ALPEncoding(Encoding):
         return (out_pos, sel) if len(out_pos) else None
 
     def take_values(self, arr: Array, indices: np.ndarray) -> Any:
-        from ..compute.kernels import take_values
 
         m: ALPMeta = arr.meta
         p = arr.dtype.ptype
@@ -439,7 +431,6 @@ def alp_encode(array: Any, exponents: tuple[int, int] | None = None) -> Array:
     do not round-trip bit-exactly) become patches; their slots, and null slots, hold the
     first encodable value. The result always decodes to the input bit for bit."""
     from .dict_ import _to_vortex
-    from .primitive import primitive_array, primitive_values
 
     arr = _to_vortex(array)
     d = arr.dtype

@@ -31,6 +31,7 @@ from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of
 from .patches import PatchesMeta, apply_patches, make_patches
+from .primitive import primitive_array, primitive_values
 from .sparse import slice_patches, strict_patch_positions
 
 __all__ = ["ALPRDMeta", "alprd_array", "alprd_encode"]
@@ -112,7 +113,6 @@ class ALPRDEncoding(Encoding):
 
     def canonicalize(self, arr: Array) -> Array:
         from .dict_ import checked_indices
-        from .primitive import primitive_array, primitive_values
 
         m: ALPRDMeta = arr.meta
         n = len(arr)
@@ -211,7 +211,6 @@ def alprd_encode(array: Any) -> Array:
     cut are chosen on a sample; left parts not in the dictionary become patches. Null
     rows get code 0 and right part 0. Decodes to the input bit for bit."""
     from .dict_ import _to_vortex
-    from .primitive import primitive_array, primitive_values
 
     arr = _to_vortex(array)
     d = arr.dtype

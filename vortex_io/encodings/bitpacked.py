@@ -24,10 +24,12 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from ..compute.numeric import OPS, bound_answer, decoded, isin_values, np_literal, with_validity
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from . import fastlanes_layout as fl
 from ._common import log2_width, typed_buffer, validity_mask, validity_spec
+from .bool_ import bool_array
 from .patches import PatchesMeta, apply_patches, make_patches, patch_hits, patch_positions
 from .primitive import primitive_array, primitive_values
 
@@ -199,7 +201,6 @@ class BitPackedEncoding(Encoding):
 
     def _patches(self, arr: Array) -> tuple[np.ndarray, np.ndarray] | None:
         """(positions in the node, their values) of the patches inside the node."""
-        from ..compute.numeric import decoded
 
         m: BitPackedMeta = arr.meta
         if m.patches is None or not m.patches.len:
@@ -225,7 +226,6 @@ class BitPackedEncoding(Encoding):
     def compare(self, arr: Array, value: Any, op: str) -> Any:
         """Literals outside ``[0, 2**bits)`` are answered without unpacking; otherwise the
         values are unpacked once and compared; patches are compared on their own."""
-        from ..compute.numeric import OPS, bound_answer, np_literal, with_validity
 
         lit = np_literal(arr.dtype.ptype, value)
         if lit is None:
@@ -240,7 +240,6 @@ class BitPackedEncoding(Encoding):
         return with_validity(vals, self.validity(arr))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.numeric import isin_values, with_validity
 
         p = arr.dtype.ptype
         hi = self._packed_max(arr)
@@ -299,7 +298,6 @@ def bitpacked_take(arr: Array, indices: Any) -> Array:
     vals, valid = _take_values(arr, idx)
     validity = None
     if BITPACKED._validity_child(arr) is not None:
-        from .bool_ import bool_array
 
         validity = bool_array(np.ones(len(idx), np.bool_) if valid is None else valid)
     return primitive_array(vals, validity, nullable=arr.dtype.nullable)

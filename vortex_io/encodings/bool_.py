@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..compute.numeric import bool_compare, with_validity
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from ._common import arrow_validity, pack_bits, unpack_bits, validity_mask, validity_spec
@@ -59,14 +60,12 @@ class BoolEncoding(Encoding):
         return validity_mask(arr.children[0] if arr.children else None, len(arr))
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.numeric import bool_compare, with_validity
 
         if not isinstance(value, (bool, np.bool_)):
             return NotImplemented
         return with_validity(bool_compare(bool_values(arr), value, op), self.validity(arr))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.numeric import with_validity
 
         want = {bool(v) for v in values if isinstance(v, (bool, np.bool_))}
         vals = bool_values(arr)

@@ -19,6 +19,7 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..errors import MalformedStreamError, UnsupportedError
 from ._common import validity_spec
+from .bool_ import bool_array, bool_values
 
 __all__ = ["bytebool_array", "bytebool_encode"]
 
@@ -46,7 +47,6 @@ class ByteBoolEncoding(Encoding):
                 f"vortex.bytebool buffer is {arr.buffers[0].nbytes} bytes for {len(arr)} values")
 
     def canonicalize(self, arr: Array) -> Array:
-        from .bool_ import bool_array
 
         vals = arr.buffers[0][: len(arr)] != 0
         return bool_array(vals, arr.children[0] if arr.children else None, nullable=arr.dtype.nullable)
@@ -72,7 +72,6 @@ def bytebool_array(values: np.ndarray, validity: Array | None = None, nullable: 
 def bytebool_encode(array: Any) -> Array:
     """A bool array (``vortex_io.Array``, Arrow or numpy bools) as ``vortex.bytebool``;
     validity is kept as it is."""
-    from .bool_ import bool_values
     from .dict_ import _to_vortex
 
     if isinstance(array, np.ndarray):

@@ -8,8 +8,12 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..arrow import from_arrow
+from ..compute.kernels import compare_storage, is_in_storage, take
+from ..compute.numeric import is_sorted, validity
 from ..errors import MalformedStreamError
 from ._common import canonical_ints
+from .primitive import primitive_array
 
 U64 = dt.Primitive(dt.PType.U64)
 
@@ -45,7 +49,6 @@ class ChunkedEncoding(Encoding):
         return pa.chunked_array(parts, type=arr.dtype.to_arrow() if not parts else parts[0].type)
 
     def canonicalize(self, arr: Array) -> Array:
-        from ..arrow import from_arrow
 
         return from_arrow(self.to_arrow(arr).combine_chunks(), dtype=arr.dtype)
 
@@ -75,7 +78,6 @@ class ChunkedEncoding(Encoding):
         return vals, valid
 
     def validity(self, arr: Array) -> Any:
-        from ..compute.numeric import validity
 
         masks = [validity(c) for c in self.chunks(arr)]
         if all(m is None for m in masks):
@@ -84,12 +86,10 @@ class ChunkedEncoding(Encoding):
                                for c, m in zip(self.chunks(arr), masks)])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.kernels import compare_storage
 
         return self._per_chunk(arr, lambda c: compare_storage(c, value, op))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.kernels import is_in_storage
 
         return self._per_chunk(arr, lambda c: is_in_storage(c, values))
 
@@ -98,9 +98,6 @@ class ChunkedEncoding(Encoding):
         order by an Arrow take over the gathered rows only."""
         import pyarrow as pa
 
-        from ..arrow import from_arrow
-        from ..compute.kernels import take
-        from ..compute.numeric import is_sorted
 
         chunks = self.chunks(arr)
         lens = np.array([len(c) for c in chunks], dtype=np.int64)
@@ -136,7 +133,6 @@ CHUNKED = register_encoding(ChunkedEncoding())
 
 
 def chunked_array(chunks: list[Array], dtype: dt.DType) -> Array:
-    from .primitive import primitive_array
 
     offs = np.zeros(len(chunks) + 1, dtype=np.uint64)
     np.cumsum([len(c) for c in chunks], out=offs[1:])

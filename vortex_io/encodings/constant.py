@@ -7,6 +7,9 @@ from typing import Any
 
 from .. import dtype as dt
 from ..array import Array, Encoding, check_decoded_size, register_encoding
+from ..arrow import python_value_to_arrow
+from ..compute.kernels import compare_storage, is_in_storage, mask_const
+from ..compute.numeric import broadcast
 from ..errors import MalformedStreamError
 from ..scalar import Scalar, value_from_proto, value_to_proto
 
@@ -55,7 +58,6 @@ class ConstantEncoding(Encoding):
         n = len(arr)
         if v is None:
             return pa.nulls(n, type=t)
-        from ..arrow import python_value_to_arrow
 
         scalar = python_value_to_arrow(arr.dtype, v, t)
         if n == 0:  # pa.repeat(<list scalar>, 0) raises ArrowInvalid
@@ -94,7 +96,6 @@ class ConstantEncoding(Encoding):
         return self.canonicalize(one)
 
     def _broadcast(self, arr: Array, res: Any) -> Any:
-        from ..compute.numeric import broadcast
 
         vals, valid = res
         if valid is not None and not valid[0]:
@@ -105,7 +106,6 @@ class ConstantEncoding(Encoding):
         return broadcast(len(arr), bool(vals[0]), None)
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.kernels import compare_storage, mask_const
 
         if constant_value(arr) is None:
             return mask_const(len(arr), None)
@@ -114,7 +114,6 @@ class ConstantEncoding(Encoding):
         return self._broadcast(arr, compare_storage(self._one(arr), value, op))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.kernels import is_in_storage, mask_const
 
         if constant_value(arr) is None:
             return mask_const(len(arr), None)

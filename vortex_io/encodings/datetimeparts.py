@@ -20,9 +20,14 @@ import numpy as np
 from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..compute.kernels import compare_storage, take
+from ..compute.numeric import OPS, int_bounds, validity
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of
+from .constant import constant_value
+from .ext import ext_array
+from .primitive import primitive_array, primitive_raw, primitive_values
 
 __all__ = ["DateTimePartsEncoding", "datetimeparts_encode", "TICKS_PER_SECOND"]
 
@@ -42,7 +47,6 @@ def _part(a: Array, n: int, what: str) -> np.ndarray | int:
     """The seconds or subseconds child: an int when it is a (non-null) constant, else its
     values (integers without nulls)."""
     if a.encoding == "vortex.constant" and isinstance(a.dtype, dt.Primitive) and a.dtype.ptype.is_int:
-        from .constant import constant_value
 
         v = constant_value(a)
         if v is not None:
@@ -89,8 +93,6 @@ class DateTimePartsEncoding(Encoding):
                 (dt.Primitive(meta.subseconds_ptype, False), length)]
 
     def canonicalize(self, arr: Array) -> Array:
-        from .ext import ext_array
-        from .primitive import primitive_array, primitive_raw
 
         d = _ticks(arr.dtype)
         days_c = arr.children[0].canonical()
@@ -133,7 +135,6 @@ class DateTimePartsEncoding(Encoding):
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
-        from ..compute.numeric import validity
 
         return validity(arr.children[0])
 
@@ -143,8 +144,6 @@ class DateTimePartsEncoding(Encoding):
         literal is decided without reading its other parts; seconds and subseconds are
         read only for the rows left (near the literal's day). Falls back when the bounds
         are unknown, the values could wrap, or most rows are left undecided."""
-        from ..compute.kernels import compare_storage, take
-        from ..compute.numeric import OPS, int_bounds
 
         if not isinstance(value, int) or isinstance(value, bool):
             return NotImplemented
@@ -186,7 +185,6 @@ class DateTimePartsEncoding(Encoding):
 
     def take(self, arr: Array, indices: Any) -> Any:
         """Takes each part (each keeps its encoding)."""
-        from ..compute.kernels import take
 
         a = Array(self, arr.dtype, len(indices), metadata=arr.metadata,
                   children=[take(c, indices) for c in arr.children])
@@ -225,7 +223,6 @@ def datetimeparts_encode(array: Array) -> Array:
     (0..D-1) are never negative, and each part gets the narrowest integer type that holds
     its values (nulls count as 0). Validity goes with the days.
     """
-    from .primitive import primitive_array, primitive_values
 
     d = _ticks(array.dtype)
     storage = array.canonical()

@@ -9,9 +9,19 @@ import numpy as np
 from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding, typed_view
+from ..compute.kernels import _int_range_shortcut
+from ..compute.numeric import (
+    OPS,
+    bound_answer,
+    broadcast,
+    decimal_unscaled,
+    isin_values,
+    with_validity,
+)
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
-from ._common import arrow_validity, validity_spec
+from ._common import arrow_validity, validity_mask, validity_spec
+from .bool_ import bool_array
 
 # DecimalType enum -> byte width
 WIDTHS = {0: 1, 1: 2, 2: 4, 3: 8, 4: 16, 5: 32}
@@ -71,14 +81,11 @@ class DecimalEncoding(Encoding):
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
-        from ._common import validity_mask
 
         return validity_mask(arr.children[0] if arr.children else None, len(arr))
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
         """On the unscaled integers (widths up to 8 bytes; wider ones fall back)."""
-        from ..compute.kernels import _int_range_shortcut
-        from ..compute.numeric import OPS, broadcast, decimal_unscaled, with_validity
 
         w = arr.meta
         if w > 16:
@@ -101,7 +108,6 @@ class DecimalEncoding(Encoding):
         return with_validity(OPS[op2](vals, p.np_dtype.type(iv)), valid)
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.numeric import decimal_unscaled, isin_values, with_validity
 
         w = arr.meta
         if w > 16:
@@ -122,7 +128,6 @@ class DecimalEncoding(Encoding):
         return with_validity(isin_values(vals, _INT_PTYPE[w], ints), self.validity(arr))
 
     def take(self, arr: Array, indices: Any) -> Any:
-        from .bool_ import bool_array
 
         w = arr.meta
         n = len(arr)
@@ -147,7 +152,6 @@ _INT_PTYPE = {1: dt.PType.I8, 2: dt.PType.I16, 4: dt.PType.I32, 8: dt.PType.I64}
 def _compare_i128(buf: np.ndarray, n: int, value: int, op: str) -> np.ndarray:
     """``x op value`` on n little-endian two's-complement 128-bit integers, as (signed
     high word, unsigned low word) pairs."""
-    from ..compute.numeric import OPS, bound_answer
 
     ans = bound_answer(op, value, -(2**127), 2**127 - 1)
     if ans is not None and not -(2**127) <= value < 2**127:

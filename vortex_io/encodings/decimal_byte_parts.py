@@ -17,9 +17,14 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..compute.kernels import compare_storage, is_in_storage, take
+from ..compute.numeric import broadcast, decimal_unscaled, validity
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
 from ._common import ptype_of
+from .bool_ import bool_array
+from .constant import constant_array
+from .primitive import primitive_array
 
 __all__ = ["DecimalBytePartsEncoding", "decimal_byte_parts_encode"]
 
@@ -77,13 +82,10 @@ class DecimalBytePartsEncoding(Encoding):
 
     # -- compute kernels: on the msp (the unscaled integers) ----------------------------
     def validity(self, arr: Array) -> Any:
-        from ..compute.numeric import validity
 
         return validity(arr.children[0])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.kernels import compare_storage
-        from ..compute.numeric import broadcast, decimal_unscaled
 
         r = decimal_unscaled(arr.dtype, value, op)
         if r is None:
@@ -93,8 +95,6 @@ class DecimalBytePartsEncoding(Encoding):
         return compare_storage(arr.children[0], r[1], r[0])
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.kernels import is_in_storage
-        from ..compute.numeric import decimal_unscaled
 
         ints = []
         for v in values:
@@ -104,7 +104,6 @@ class DecimalBytePartsEncoding(Encoding):
         return is_in_storage(arr.children[0], ints)
 
     def take(self, arr: Array, indices: Any) -> Any:
-        from ..compute.kernels import take
 
         a = Array(self, arr.dtype, len(indices), metadata=arr.metadata,
                   children=[take(arr.children[0], indices)])
@@ -161,7 +160,6 @@ def decimal_byte_parts_encode(array: Array, ptype: dt.PType | None = None) -> Ar
     ``ptype`` when given. Raises ``ValueError`` when the values do not fit an i64 (or
     ``ptype``).
     """
-    from .primitive import primitive_array
 
     if not isinstance(array.dtype, dt.Decimal):
         raise TypeError(f"expected a decimal array, not {array.dtype!r}")
@@ -178,8 +176,6 @@ def decimal_byte_parts_encode(array: Array, ptype: dt.PType | None = None) -> Ar
         b = 8 * ptype.byte_width - 1
         if lo < -(1 << b) or hi >= (1 << b):
             raise ValueError(f"decimal values do not fit in {ptype.short}")
-    from .bool_ import bool_array
-    from .constant import constant_array
 
     v = None
     if valid is not None:

@@ -31,10 +31,13 @@ import numpy as np
 from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from ..compute.kernels import take
+from ..compute.numeric import decoded
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from . import fastlanes_layout as fl
-from ._common import validity_spec
+from ._common import validity_mask, validity_spec
+from .bool_ import bool_array
 from .primitive import primitive_array, primitive_values
 
 __all__ = ["DeltaMeta", "DeltaEncoding", "DELTA", "delta_array", "delta_encode"]
@@ -178,22 +181,18 @@ class DeltaEncoding(Encoding):
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
-        from ._common import validity_mask
 
         return validity_mask(arr.children[2] if len(arr.children) > 2 else None, len(arr))
 
     def take(self, arr: Array, indices: Any) -> Any:
         """Decodes only the 1024-row chunks holding selected rows (their deltas read
         straight from the packed buffer when few chunks are needed), as kernel scratch."""
-        from .bool_ import bool_array
 
         vals, valid = self.take_values(arr, indices)
         return primitive_array(vals, None if valid is None else bool_array(valid),
                                nullable=arr.dtype.nullable, ptype=arr.dtype.ptype)
 
     def take_values(self, arr: Array, indices: Any) -> Any:
-        from ..compute.kernels import take
-        from ..compute.numeric import decoded
 
         m: DeltaMeta = arr.meta
         p = arr.dtype.ptype

@@ -25,10 +25,18 @@ import numpy as np
 from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from ..arrow import from_arrow, string_view_enabled
+from ..compute.kernels import compare_storage, is_in_storage, take, take_values
+from ..compute.numeric import broadcast, decoded, int_bounds, validity, with_validity
 from ..errors import MalformedStreamError, UnsupportedError
 from ..limits import DEFAULT_LIMITS, ReaderLimits, limits_of
 from ..proto import ProtoWriter, parse
-from ._common import int_ptype_of
+from ._common import int_ptype_of, validity_mask
+from .bool_ import bool_array, bool_values
+from .constant import _estimate_width
+from .ext import ext_array
+from .null import null_array
+from .primitive import primitive_array, primitive_raw, primitive_values
 
 __all__ = [
     "DictMeta",
@@ -73,7 +81,6 @@ class DictMeta:
 
 def estimate_row_width(d: dt.DType) -> int:
     """Rough decoded bytes per row of dtype ``d`` (used to bound expansions)."""
-    from .constant import _estimate_width
 
     return _estimate_width(d)
 
@@ -100,7 +107,6 @@ class DictEncoding(Encoding):
         check_decoded_size(n * estimate_row_width(arr.dtype), f"vortex.dict of {n} rows", limits)
 
     def canonicalize(self, arr: Array) -> Array:
-        from .primitive import primitive_values
 
         n = len(arr)
         codes_arr, values = arr.children
@@ -115,7 +121,6 @@ class DictEncoding(Encoding):
         return take_canonical(values.canonical(), idx, valid, arr.dtype, limits=limits_of(arr))
 
     def to_arrow(self, arr: Array) -> Any:
-        from ..arrow import string_view_enabled
 
         if string_view_enabled() and isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
             return _gather_views(arr)
@@ -126,8 +131,6 @@ class DictEncoding(Encoding):
     def _strings_to_arrow(self, arr: Array) -> Any:
         """Strings straight to Arrow: one Arrow ``take`` of the dictionary by the codes (no
         canonical array built in between; a selective ``take`` then decodes only its rows)."""
-        from ..compute.numeric import decoded
-        from .primitive import primitive_values
 
         c = decoded(arr.children[0])
         if c.encoding != "vortex.primitive" or not c.dtype.ptype.is_int:
@@ -138,8 +141,6 @@ class DictEncoding(Encoding):
     def take_arrow(self, arr: Array, indices: np.ndarray) -> Any:
         """Rows at in-range ``indices`` of a dictionary of strings as Arrow: only the
         taken codes are read (``take_values``), then the values gathered by them."""
-        from ..arrow import string_view_enabled
-        from ..compute.kernels import take_values
 
         if not isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
             return None
@@ -152,8 +153,6 @@ class DictEncoding(Encoding):
 
     def take_values(self, arr: Array, indices: np.ndarray) -> Any:
         """A dictionary of primitive values: the taken codes index the decoded values."""
-        from ..compute.kernels import take_values
-        from .primitive import primitive_values
 
         if not isinstance(arr.dtype, dt.Primitive):
             return NotImplemented
@@ -184,8 +183,6 @@ class DictEncoding(Encoding):
     def _codes(self, arr: Array) -> tuple[np.ndarray, np.ndarray | None]:
         """(codes as in-range indices, codes validity or None), decoded as kernel scratch
         (bit-packed codes are unpacked once; nothing is cached or counted)."""
-        from ..compute.numeric import decoded
-        from .primitive import primitive_values
 
         c = decoded(arr.children[0])
         if c.encoding != "vortex.primitive" or not c.dtype.ptype.is_int:
@@ -195,7 +192,6 @@ class DictEncoding(Encoding):
 
     def _map(self, arr: Array, hit: np.ndarray, hit_valid: np.ndarray | None) -> Any:
         """A per-value Mask mapped to the rows."""
-        from ..compute.numeric import broadcast, validity, with_validity
 
         n = len(arr)
         if hit_valid is None or hit_valid.all():
@@ -215,7 +211,6 @@ class DictEncoding(Encoding):
         return with_validity(vals, valid)
 
     def validity(self, arr: Array) -> Any:
-        from ..compute.numeric import validity
 
         codes_arr, values = arr.children
         vv = validity(values) if values.dtype.nullable else None
@@ -226,23 +221,19 @@ class DictEncoding(Encoding):
         return out if cvalid is None else out & cvalid
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:
-        from ..compute.numeric import int_bounds
 
         return int_bounds(arr.children[1])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.kernels import compare_storage
 
         return self._map(arr, *compare_storage(arr.children[1], value, op))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.kernels import is_in_storage
 
         return self._map(arr, *is_in_storage(arr.children[1], values))
 
     def take(self, arr: Array, indices: Any) -> Any:
         """Takes the codes only: still a dictionary over the same values."""
-        from ..compute.kernels import take
 
         m: DictMeta = arr.meta
         return dict_array(take(arr.children[0], indices), arr.children[1],
@@ -308,13 +299,11 @@ def checked_indices(codes: np.ndarray, valid: np.ndarray | None, bound: int, wha
 def _all_null(d: dt.DType, n: int) -> Array:
     import pyarrow as pa
 
-    from ..arrow import from_arrow
 
     return from_arrow(pa.nulls(n, type=d.to_arrow()), dtype=d)
 
 
 def _with_validity(valid: np.ndarray | None) -> Array | None:
-    from .bool_ import bool_array
 
     return None if valid is None else bool_array(valid)
 
@@ -347,7 +336,6 @@ def _gather_views(arr: Array, codes: np.ndarray | None = None,
     (with ``valid``): only those rows; default all."""
     import pyarrow as pa
 
-    from .primitive import primitive_values
 
     codes_arr, values = arr.children
     if codes is None:
@@ -386,9 +374,6 @@ def take_canonical(values: Array, idx: np.ndarray, valid: np.ndarray | None = No
     ``take`` (for strings it measured ~6x faster than a
     numpy byte gather: 10 ms vs 60-130 ms for 1M rows of a 50-value dictionary).
     """
-    from ._common import validity_mask
-    from .bool_ import bool_array, bool_values
-    from .primitive import primitive_array, primitive_values
 
     d = dtype if dtype is not None else values.dtype
     n = len(idx)
@@ -404,11 +389,9 @@ def take_canonical(values: Array, idx: np.ndarray, valid: np.ndarray | None = No
         m = _combine(vmask[idx] if vmask is not None else None, valid)
         return bool_array(vals[idx], _with_validity(m), nullable=d.nullable)
     if enc == "vortex.null":
-        from .null import null_array
 
         return null_array(n)
     if enc == "vortex.ext" and isinstance(d, dt.Extension):
-        from .ext import ext_array
 
         return ext_array(d, take_canonical(values.children[0].canonical(), idx, valid, d.storage,
                                            limits=limits))
@@ -419,12 +402,10 @@ def _take_arrow(values: Array, idx: np.ndarray, valid: np.ndarray | None, d: dt.
                 limits: ReaderLimits = DEFAULT_LIMITS) -> Array:
     """Arrow's ``take`` (strings, binary, structs, lists, decimals...): measured 5-10x
     faster than gathering string bytes with numpy."""
-    from ..arrow import from_arrow
 
     out = from_arrow(_arrow_gather(values, idx, valid, limits), dtype=d)
     if out.encoding == "vortex.varbin" and out.children[0].encoding == "vortex.primitive":
         # Arrow built these offsets: seed varbin's cache so they are not re-validated
-        from .primitive import primitive_raw
 
         out._cache.setdefault("offsets", primitive_raw(out.children[0]))
     return out
@@ -512,9 +493,6 @@ def _fixed_width_take(a: Any, idx: np.ndarray, valid: np.ndarray | None) -> Any:
 def repeat_canonical(values: Array, counts: np.ndarray, dtype: dt.DType | None = None, *,
                      limits: ReaderLimits = DEFAULT_LIMITS) -> Array:
     """Each row of a canonical array repeated ``counts[i]`` times (run-end decoding)."""
-    from ._common import validity_mask
-    from .bool_ import bool_array, bool_values
-    from .primitive import primitive_array, primitive_values
 
     d = dtype if dtype is not None else values.dtype
     if values.encoding == "vortex.primitive":
@@ -544,7 +522,6 @@ def narrowest_uint(maximum: int) -> dt.PType:
 def _to_vortex(array: Any) -> Array:
     if isinstance(array, Array):
         return array
-    from ..arrow import from_arrow
 
     return from_arrow(array)
 
@@ -559,8 +536,6 @@ def dict_encode(array: Any) -> Array:
     """
     import pyarrow as pa
 
-    from ..arrow import from_arrow
-    from .primitive import primitive_array, primitive_values
 
     arr = _to_vortex(array)
     c = arr.canonical()

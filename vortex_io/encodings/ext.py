@@ -6,6 +6,8 @@ from typing import Any
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..compute.kernels import compare_storage, is_in_storage, take, take_arrow
+from ..compute.numeric import validity
 from ..errors import MalformedStreamError
 
 
@@ -36,28 +38,23 @@ class ExtEncoding(Encoding):
 
     # -- compute kernels: the storage child's -------------------------------------------
     def validity(self, arr: Array) -> Any:
-        from ..compute.numeric import validity
 
         return validity(arr.children[0])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.kernels import compare_storage
 
         return compare_storage(arr.children[0], value, op)
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.kernels import is_in_storage
 
         return is_in_storage(arr.children[0], values)
 
     def take(self, arr: Array, indices: Any) -> Any:
-        from ..compute.kernels import take
 
         return ext_array(arr.dtype, take(arr.children[0], indices))
 
     def take_arrow(self, arr: Array, indices: Any) -> Any:
         """The storage's rows as Arrow (``take_arrow``), typed as the extension."""
-        from ..compute.kernels import take_arrow
 
         storage = take_arrow(arr.children[0], indices)
         if storage is None:

@@ -23,6 +23,8 @@ import numpy as np
 from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..compute.kernels import compare_storage, is_in_storage, take, take_values
+from ..compute.numeric import bound_answer, broadcast, int_bounds, validity
 from ..errors import MalformedStreamError
 from ..scalar import Scalar
 from . import fastlanes_layout as fl
@@ -79,7 +81,6 @@ class FoREncoding(Encoding):
 
     # -- compute kernels: translate the literal into the encoded domain -----------------
     def validity(self, arr: Array) -> Any:
-        from ..compute.numeric import validity
 
         return validity(arr.children[0])
 
@@ -87,7 +88,6 @@ class FoREncoding(Encoding):
         """Largest encoded value when ``value = reference + encoded`` never wraps and the
         encoded child reads the same signed or unsigned (so it can be compared directly);
         None otherwise."""
-        from ..compute.numeric import int_bounds
 
         b = int_bounds(arr.children[0])
         if b is None or b[0] < 0:
@@ -99,7 +99,6 @@ class FoREncoding(Encoding):
         return b[1]
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:
-        from ..compute.numeric import int_bounds
 
         b = int_bounds(arr.children[0])
         if b is None or self._encoded_bound(arr) is None:
@@ -107,8 +106,6 @@ class FoREncoding(Encoding):
         return arr.meta + b[0], arr.meta + b[1]
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.kernels import compare_storage
-        from ..compute.numeric import bound_answer, broadcast
 
         if not isinstance(value, int) or isinstance(value, bool):
             return NotImplemented
@@ -122,7 +119,6 @@ class FoREncoding(Encoding):
         return compare_storage(arr.children[0], t, op)
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.kernels import is_in_storage
 
         hi = self._encoded_bound(arr)
         if hi is None:
@@ -133,12 +129,10 @@ class FoREncoding(Encoding):
     def take(self, arr: Array, indices: Any) -> Any:
         """Takes the encoded child (random access into bit-packed values); the reference
         is added when the result is decoded."""
-        from ..compute.kernels import take
 
         return for_array(take(arr.children[0], indices), arr.meta, arr.dtype)
 
     def take_values(self, arr: Array, indices: np.ndarray) -> Any:
-        from ..compute.kernels import take_values
 
         vals, valid = take_values(arr.children[0], indices)
         p = arr.dtype.ptype

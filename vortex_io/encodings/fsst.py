@@ -34,10 +34,21 @@ import numpy as np
 from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding, typed_view
+from ..compute.kernels import take
+from ..compute.numeric import (
+    bytes_equal_at,
+    decoded_ints,
+    gather_ranges,
+    needle_bytes,
+    with_validity,
+)
 from ..errors import LimitExceededError, MalformedStreamError
 from ..limits import DEFAULT_LIMITS
 from ..proto import ProtoWriter, parse
-from ._common import canonical_ints, int_ptype_of, validity_spec
+from ._common import canonical_ints, int_ptype_of, validity_mask, validity_spec
+from .bool_ import bool_array
+from .constant import constant_array
+from .primitive import primitive_array
 
 __all__ = [
     "FSSTEncoding",
@@ -150,7 +161,6 @@ def narrow_uint_ptype(max_value: int) -> dt.PType:
 
 def offsets_from_lengths(lengths: np.ndarray) -> Array:
     """Row offsets (n + 1, starting at 0) from row lengths: i32 when they fit, else i64."""
-    from .primitive import primitive_array
 
     n = len(lengths)
     total = int(lengths.sum(dtype=np.uint64)) if n else 0
@@ -227,8 +237,6 @@ def string_parts(array: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray | Non
 
 
 def validity_from_mask(valid: np.ndarray | None, n: int) -> Array | None:
-    from .bool_ import bool_array
-    from .constant import constant_array
 
     if valid is None:
         return None
@@ -431,7 +439,6 @@ class FSSTEncoding(Encoding):
     def _scratch_parts(self, arr: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, Array | None]:
         """(codes bytes, codes_offsets, uncompressed lengths, validity child), checked, the
         integer children decoded as kernel scratch (three-buffer form only)."""
-        from ..compute.numeric import decoded_ints
 
         n = len(arr)
         codes, co_arr, ulen_arr, validity = self._parts(arr)
@@ -444,7 +451,6 @@ class FSSTEncoding(Encoding):
         return codes, co, ulen, validity
 
     def validity(self, arr: Array) -> Any:
-        from ._common import validity_mask
 
         if len(arr.buffers) == 2:
             return NotImplemented
@@ -452,7 +458,6 @@ class FSSTEncoding(Encoding):
 
     def _rows(self, arr: Array, parts: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Decode only ``rows``: (their bytes back to back, their lengths)."""
-        from ..compute.numeric import gather_ranges
 
         codes, co, ulen, _ = parts
         lens = ulen[rows].astype(np.int64)
@@ -469,7 +474,6 @@ class FSSTEncoding(Encoding):
         are candidates; those whose codes equal the needle compressed with the array's
         symbol table match without decoding, and the other candidates (a writer may parse
         differently) are decoded and compared."""
-        from ..compute.numeric import bytes_equal_at
 
         parts = parts if parts is not None else self._scratch_parts(arr)
         codes, co, ulen, _ = parts
@@ -498,7 +502,6 @@ class FSSTEncoding(Encoding):
         return out
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.numeric import needle_bytes, with_validity
 
         b = needle_bytes(value)
         if op not in ("eq", "neq") or b is None or len(arr.buffers) == 2:
@@ -507,7 +510,6 @@ class FSSTEncoding(Encoding):
         return with_validity(eq if op == "eq" else ~eq, self.validity(arr))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.numeric import needle_bytes, with_validity
 
         bs = [needle_bytes(v) for v in values]
         if len(bs) > 16 or any(b is None for b in bs) or len(arr.buffers) == 2:
@@ -520,7 +522,6 @@ class FSSTEncoding(Encoding):
 
     def take(self, arr: Array, indices: Any) -> Any:
         """Decodes only the taken rows (their code ranges are gathered first)."""
-        from ..compute.kernels import take
         from .varbin import varbin_array
 
         if len(arr.buffers) == 2:
@@ -919,7 +920,6 @@ def fsst_encode(array: Array, symbol_table: SymbolTable | None = None) -> Array:
     ``symbol_table``: use this table instead of training one on the data
     (:func:`fsst_train`). Null rows get no codes and zero length.
     """
-    from .primitive import primitive_array
 
     data, offsets, valid = string_parts(array)
     n = len(offsets) - 1

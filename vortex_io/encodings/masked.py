@@ -6,7 +6,9 @@ from typing import Any
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
-from ._common import arrow_validity, validity_spec
+from ..compute.kernels import compare_storage, is_in_storage, take
+from ..compute.numeric import int_bounds, with_validity
+from ._common import arrow_validity, validity_mask, validity_spec
 
 
 class MaskedEncoding(Encoding):
@@ -38,33 +40,26 @@ class MaskedEncoding(Encoding):
 
     # -- compute kernels: the child's, masked -------------------------------------------
     def validity(self, arr: Array) -> Any:
-        from ._common import validity_mask
 
         return validity_mask(arr.children[1] if len(arr.children) > 1 else None, len(arr))
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:
-        from ..compute.numeric import int_bounds
 
         return int_bounds(arr.children[0])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.kernels import compare_storage
-        from ..compute.numeric import with_validity
 
         vals, valid = compare_storage(arr.children[0], value, op)
         own = self.validity(arr)
         return with_validity(vals, own if valid is None or own is None else own & valid)
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.kernels import is_in_storage
-        from ..compute.numeric import with_validity
 
         vals, valid = is_in_storage(arr.children[0], values)
         own = self.validity(arr)
         return with_validity(vals, own if valid is None or own is None else own & valid)
 
     def take(self, arr: Array, indices: Any) -> Any:
-        from ..compute.kernels import take
 
         return Array(self, arr.dtype, len(indices), children=[take(c, indices) for c in arr.children])
 

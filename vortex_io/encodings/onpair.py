@@ -33,6 +33,7 @@ from ..limits import DEFAULT_LIMITS
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, validity_spec
 from .fsst import check_lengths, check_window, decode_tokens, offsets_from_lengths
+from .primitive import primitive_array
 
 __all__ = ["OnPairEncoding", "onpair_encode", "onpair_decompress", "MAX_TOKEN_SIZE"]
 
@@ -273,7 +274,6 @@ def onpair_encode(array: Array, *, dict_bits: int = 12) -> Array:
     simplified trainer, not the reference's; its output follows the reference layout.
     """
     from .fsst import _sample, narrow_uint_ptype, string_parts, validity_from_mask
-    from .primitive import primitive_array
 
     if not 9 <= dict_bits <= 16:
         raise ValueError("dict_bits must be 9..16")

@@ -26,6 +26,7 @@ from ..array import Array
 from ..errors import MalformedStreamError
 from ..proto import Fields, ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of
+from .primitive import primitive_array, primitive_values
 
 __all__ = ["PatchesMeta", "apply_patches", "make_patches", "patch_positions"]
 
@@ -111,7 +112,6 @@ def apply_patches(values: np.ndarray, mask: np.ndarray | None, meta: PatchesMeta
                   patch_values: Array, n: int) -> tuple[np.ndarray, np.ndarray | None]:
     """Overlay patches on ``values`` (modified in place when writable) and on the validity
     ``mask`` (None = all valid). Returns (values, mask)."""
-    from .primitive import primitive_values
 
     if meta.len == 0:
         return values, mask
@@ -141,7 +141,6 @@ def _smallest_uint(maximum: int) -> dt.PType:
 
 def make_patches(positions: np.ndarray, values: Array, offset: int = 0) -> tuple[bytes, list[Array]]:
     """(PatchesMetadata bytes, [indices, values]) for patches at sorted ``positions``."""
-    from .primitive import primitive_array
 
     positions = np.asarray(positions, dtype=np.int64) + offset
     p = _smallest_uint(int(positions[-1]) if len(positions) else 0)

@@ -8,8 +8,10 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..compute.numeric import compare_values, isin_values, with_validity
 from ..errors import MalformedStreamError
 from ._common import arrow_validity, log2_width, typed_buffer, validity_mask, validity_spec
+from .bool_ import bool_array
 
 
 class PrimitiveEncoding(Encoding):
@@ -57,7 +59,6 @@ class PrimitiveEncoding(Encoding):
         return validity_mask(arr.children[0] if arr.children else None, len(arr))
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.numeric import compare_values, with_validity
 
         r = compare_values(primitive_raw(arr), arr.dtype.ptype, value, op)
         if r is None:
@@ -65,13 +66,11 @@ class PrimitiveEncoding(Encoding):
         return with_validity(r, self.validity(arr))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.numeric import isin_values, with_validity
 
         return with_validity(isin_values(primitive_raw(arr), arr.dtype.ptype, values),
                              self.validity(arr))
 
     def take(self, arr: Array, indices: np.ndarray) -> Any:
-        from .bool_ import bool_array
 
         vals, valid = self.take_values(arr, indices)
         v = None if valid is None else bool_array(valid)

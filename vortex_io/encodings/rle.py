@@ -31,6 +31,7 @@ from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_en
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, validity_mask
+from .bool_ import bool_array
 from .primitive import primitive_array, primitive_values
 
 __all__ = ["RLEMeta", "RLEEncoding", "RLE", "rle_array", "rle_encode"]
@@ -136,7 +137,6 @@ class RLEEncoding(Encoding):
         validity = None
         if ic.children:
             mask = validity_mask(ic.children[0], len(ic))
-            from .bool_ import bool_array
 
             validity = bool_array(np.ones(n, np.bool_) if mask is None
                                   else mask[m.offset : m.offset + n])
@@ -219,13 +219,11 @@ def rle_encode(array: Array) -> Array:
     ip = dt.PType.U8 if nchunks == 0 or int(local.max(initial=0)) < 256 else dt.PType.U16
     validity = None
     if mask is not None:
-        from .bool_ import bool_array
 
         pm = np.zeros(nchunks * 1024, dtype=np.bool_)
         pm[:n] = mask
         validity = bool_array(pm)
     elif c.dtype.nullable:
-        from .bool_ import bool_array
 
         pm = np.zeros(nchunks * 1024, dtype=np.bool_)
         pm[:n] = True

@@ -21,11 +21,15 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from ..compute.kernels import compare_storage, is_in_storage, take
+from ..compute.numeric import int_bounds, is_sorted, validity
 from ..errors import MalformedStreamError, UnsupportedError
 from ..limits import limits_of
 from ..proto import ProtoWriter, parse
-from ._common import canonical_ints, int_ptype_of
+from ._common import canonical_ints, int_ptype_of, validity_mask
+from .bool_ import bool_array, bool_values
 from .dict_ import estimate_row_width, narrowest_uint, repeat_canonical
+from .primitive import primitive_array, primitive_values
 
 __all__ = ["RunEndMeta", "runend_array", "runend_encode", "runend_ends_values"]
 
@@ -136,7 +140,6 @@ class RunEndEncoding(Encoding):
         return np.repeat(vals, counts), None if valid is None else np.repeat(valid, counts)
 
     def validity(self, arr: Array) -> Any:
-        from ..compute.numeric import validity
 
         lo, hi, counts = self.run_counts(arr)
         if hi == lo:
@@ -145,26 +148,20 @@ class RunEndEncoding(Encoding):
         return None if v is None else np.repeat(v, counts)
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:
-        from ..compute.numeric import int_bounds
 
         return int_bounds(arr.children[1])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.kernels import compare_storage
 
         return self._expand(arr, lambda v: compare_storage(v, value, op))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.kernels import is_in_storage
 
         return self._expand(arr, lambda v: is_in_storage(v, values))
 
     def take(self, arr: Array, indices: Any) -> Any:
         """The run of each index by binary search on the ends; sorted indices give a
         run-end array again (one run per distinct run hit), others the taken values."""
-        from ..compute.kernels import take
-        from ..compute.numeric import is_sorted
-        from .primitive import primitive_array
 
         self.run_counts(arr)  # validates the ends against the node
         m: RunEndMeta = arr.meta
@@ -222,10 +219,7 @@ def runend_encode(array: Any) -> Array:
     Floats compare by bit pattern; nulls form runs of their own. Ends use the narrowest
     unsigned type that holds the length.
     """
-    from ._common import validity_mask
-    from .bool_ import bool_array, bool_values
     from .dict_ import _to_vortex, _with_validity
-    from .primitive import primitive_array, primitive_values
 
     arr = _to_vortex(array)
     c = arr.canonical()

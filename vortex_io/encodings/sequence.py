@@ -21,9 +21,11 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, Encoding, register_encoding
+from ..compute.numeric import FLIP, py_compare
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse, zigzag_decode
 from ..scalar import value_to_proto
+from .primitive import primitive_array, primitive_values
 
 __all__ = ["SequenceMeta", "sequence_array", "sequence_encode"]
 
@@ -91,7 +93,6 @@ class SequenceEncoding(Encoding):
         check_decoded_size(n * p.byte_width, f"vortex.sequence of {n} rows", limits)
 
     def canonicalize(self, arr: Array) -> Array:
-        from .primitive import primitive_array
 
         m: SequenceMeta = arr.meta
         p = arr.dtype.ptype
@@ -121,7 +122,6 @@ class SequenceEncoding(Encoding):
     def _index_range(self, arr: Array, value: int, op: str) -> tuple[int, int, bool]:
         """Rows ``[a, b)`` where ``base + i * multiplier op value`` holds (``inside``
         True), or where it fails (``inside`` False: neq, and the mirrored ops)."""
-        from ..compute.numeric import FLIP
 
         m: SequenceMeta = arr.meta
         n = len(arr)
@@ -129,7 +129,6 @@ class SequenceEncoding(Encoding):
         if mult < 0:  # mirror: -x is increasing; x op v <=> -x FLIP[op] -v
             base, mult, v, op = -base, -mult, -v, FLIP[op]
         if mult == 0:
-            from ..compute.numeric import py_compare
 
             return (0, n, True) if py_compare(base, v, op) else (0, 0, True)
         # values are increasing: the first row >= v and the first row > v
@@ -155,7 +154,6 @@ class SequenceEncoding(Encoding):
         return out, None
 
     def take(self, arr: Array, indices: Any) -> Any:
-        from .primitive import primitive_array
 
         m: SequenceMeta = arr.meta
         p = arr.dtype.ptype
@@ -190,7 +188,6 @@ def sequence_encode(array: Any) -> Array | None:
     ``step != 0`` (any step for one row); ``None`` otherwise (also for empty arrays,
     arrays with nulls, floats, and constant runs, which ``vortex.constant`` covers)."""
     from .dict_ import _to_vortex
-    from .primitive import primitive_values
 
     arr = _to_vortex(array)
     d = arr.dtype

@@ -23,12 +23,18 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from ..arrow import from_arrow, python_value_to_arrow
+from ..compute.kernels import compare_storage, is_in_storage, take
+from ..compute.numeric import validity
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
 from ..scalar import value_from_proto, value_to_proto
-from ._common import canonical_ints
+from ._common import canonical_ints, validity_mask
+from .bool_ import bool_array, bool_values
+from .constant import constant_array
 from .dict_ import estimate_row_width, narrowest_uint
 from .patches import PatchesMeta, patch_hits
+from .primitive import primitive_array, primitive_values
 
 __all__ = ["sparse_array", "sparse_encode", "sparse_fill_value", "slice_patches",
            "strict_patch_positions"]
@@ -106,10 +112,7 @@ class SparseEncoding(Encoding):
         check_decoded_size(n * width, f"vortex.sparse of {n} rows", limits)
 
     def canonicalize(self, arr: Array) -> Array:
-        from ._common import validity_mask
-        from .bool_ import bool_array, bool_values
         from .dict_ import _with_validity
-        from .primitive import primitive_array, primitive_values
 
         n = len(arr)
         meta: PatchesMeta = arr.meta
@@ -139,7 +142,6 @@ class SparseEncoding(Encoding):
         return _sparse_generic(d, n, fill, pos, values)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
-        from .constant import constant_array
 
         sl = slice_patches(arr.meta, arr.children, start, stop)
         if sl is None:
@@ -170,7 +172,6 @@ class SparseEncoding(Encoding):
         return vals, valid
 
     def validity(self, arr: Array) -> Any:
-        from ..compute.numeric import validity
 
         fill_ok = sparse_fill_value(arr) is not None
         pvalid = validity(arr.children[1])
@@ -181,16 +182,12 @@ class SparseEncoding(Encoding):
         return valid
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.kernels import compare_storage
-        from .constant import constant_array
 
         fill = constant_array(sparse_fill_value(arr), 1, arr.dtype)
         return self._combine(arr, compare_storage(fill, value, op),
                              compare_storage(arr.children[1], value, op))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.kernels import is_in_storage
-        from .constant import constant_array
 
         fill = constant_array(sparse_fill_value(arr), 1, arr.dtype)
         return self._combine(arr, is_in_storage(fill, values),
@@ -198,9 +195,6 @@ class SparseEncoding(Encoding):
 
     def take(self, arr: Array, indices: Any) -> Any:
         """Patch lookup by binary search: the result is sparse again (or constant)."""
-        from ..compute.kernels import take
-        from .constant import constant_array
-        from .primitive import primitive_array
 
         idx = np.asarray(indices, dtype=np.int64)
         pos = self._positions(arr)
@@ -243,7 +237,6 @@ def _sparse_generic(d: dt.DType, n: int, fill: Any, pos: np.ndarray, values: Arr
     """Any dtype: gather from [patch values..., fill] through Arrow."""
     import pyarrow as pa
 
-    from ..arrow import from_arrow, python_value_to_arrow
 
     t = d.to_arrow()
     vals = values.to_arrow()
@@ -284,12 +277,7 @@ def sparse_encode(array: Any, fill: Any = None) -> Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..arrow import from_arrow
-    from ._common import validity_mask
-    from .bool_ import bool_values
-    from .constant import constant_array
     from .dict_ import _to_vortex, _with_validity, take_canonical
-    from .primitive import primitive_array, primitive_values
 
     arr = _to_vortex(array)
     d = arr.dtype
@@ -323,7 +311,6 @@ def sparse_encode(array: Any, fill: Any = None) -> Array:
         if isinstance(d, dt.Primitive):
             values = primitive_array(vals[pos], _with_validity(pv), nullable=d.nullable, ptype=d.ptype)
         else:
-            from .bool_ import bool_array
 
             values = bool_array(vals[pos], _with_validity(pv), nullable=d.nullable)
     elif isinstance(d, (dt.Utf8, dt.Binary)):

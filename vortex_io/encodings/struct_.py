@@ -6,8 +6,9 @@ from typing import Any
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..compute.kernels import take
 from ..errors import MalformedStreamError
-from ._common import BOOL, arrow_validity
+from ._common import BOOL, arrow_validity, validity_mask
 
 
 class StructEncoding(Encoding):
@@ -62,13 +63,11 @@ class StructEncoding(Encoding):
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
-        from ._common import validity_mask
 
         return validity_mask(self.split(arr)[0], len(arr))
 
     def take(self, arr: Array, indices: Any) -> Any:
         """Every field (and the validity) taken on its own, keeping their encodings."""
-        from ..compute.kernels import take
 
         v, fields = self.split(arr)
         return struct_array(arr.dtype, len(indices), [take(f, indices) for f in fields],

@@ -8,9 +8,10 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..compute.numeric import bytes_equal_at, needle_bytes, with_validity
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
-from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_spec
+from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_mask, validity_spec
 
 
 def check_offsets(offsets: np.ndarray, data_len: int, what: str) -> None:
@@ -48,7 +49,6 @@ class StringEqualityKernels:
     ``equal_mask(arr, needle_bytes)`` and ``validity(arr)`` (varbin and varbinview)."""
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        from ..compute.numeric import needle_bytes, with_validity
 
         b = needle_bytes(value)
         if op not in ("eq", "neq") or b is None:
@@ -57,7 +57,6 @@ class StringEqualityKernels:
         return with_validity(eq if op == "eq" else ~eq, self.validity(arr))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        from ..compute.numeric import needle_bytes, with_validity
 
         bs = [needle_bytes(v) for v in values]
         if len(bs) > 16 or any(b is None for b in bs):
@@ -120,14 +119,12 @@ class VarBinEncoding(StringEqualityKernels, Encoding):
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
-        from ._common import validity_mask
 
         return validity_mask(arr.children[1] if len(arr.children) > 1 else None, len(arr))
 
     def equal_mask(self, arr: Array, needle: bytes) -> np.ndarray:
         """Rows whose bytes equal ``needle`` (nulls not applied): a length filter, then the
         bytes of the rows of the right length."""
-        from ..compute.numeric import bytes_equal_at
 
         offs = self.offsets(arr)
         out = np.zeros(len(arr), dtype=np.bool_)

@@ -12,8 +12,10 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..compute.numeric import bytes_equal_at
 from ..errors import MalformedStreamError
-from ._common import arrow_validity, validity_spec
+from ._common import arrow_validity, validity_mask, validity_spec
+from .bool_ import bool_array
 from .varbin import StringEqualityKernels
 
 
@@ -84,14 +86,12 @@ class VarBinViewEncoding(StringEqualityKernels, Encoding):
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
-        from ._common import validity_mask
 
         return validity_mask(arr.children[0] if arr.children else None, len(arr))
 
     def equal_mask(self, arr: Array, needle: bytes) -> np.ndarray:
         """Rows whose bytes equal ``needle`` (nulls not applied), from the views: length,
         then inline bytes or prefix and the referenced data."""
-        from ..compute.numeric import bytes_equal_at
 
         views = self.views(arr)
         n, m = len(arr), len(needle)
@@ -114,7 +114,6 @@ class VarBinViewEncoding(StringEqualityKernels, Encoding):
 
     def take(self, arr: Array, indices: Any) -> Any:
         """Gathers the 16-byte views; the data buffers are shared."""
-        from .bool_ import bool_array
 
         views = self.views(arr)[indices]
         valid = self.validity(arr)

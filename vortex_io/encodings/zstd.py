@@ -28,6 +28,7 @@ from ..errors import MalformedStreamError, UnsupportedError
 from ..limits import DEFAULT_LIMITS
 from ..proto import LEN, ProtoWriter, parse
 from ._common import validity_mask, validity_spec
+from .primitive import primitive_array, primitive_values
 
 __all__ = ["ZstdEncoding", "zstd_encode"]
 
@@ -169,7 +170,6 @@ class ZstdEncoding(Encoding):
         return out
 
     def canonicalize(self, arr: Array) -> Array:
-        from .primitive import primitive_array
         from .varbin import varbin_array
 
         n = len(arr)
@@ -225,7 +225,6 @@ def zstd_encode(array: Array, *, level: int = 3, values_per_frame: int = 0,
     reference does) and shared by all of them.
     """
     from .fsst import string_parts, validity_from_mask
-    from .primitive import primitive_values
 
     zstd = _zstandard()
     n = len(array)
