@@ -353,7 +353,8 @@ class ArrayParts:
     __slots__ = ("_builder", "_children", "buffers", "depth", "encoding_id", "lazy", "limits",
                  "metadata", "nchildren", "stats")
 
-    def __init__(self, encoding_id, metadata, buffers, children, builder, stats, depth) -> None:
+    def __init__(self, encoding_id, metadata, buffers, children, builder, stats, depth,
+                 limits: ReaderLimits | None = None) -> None:
         self.encoding_id = encoding_id
         self.metadata = metadata
         self.buffers = buffers
@@ -364,7 +365,8 @@ class ArrayParts:
         #: how many children the node has on the wire
         self.nchildren = len(children)
         #: the reader's limits (``DEFAULT_LIMITS`` for a builder without any)
-        self.limits: ReaderLimits = getattr(builder, "limits", DEFAULT_LIMITS)
+        self.limits: ReaderLimits = (limits if limits is not None
+                                     else getattr(builder, "limits", DEFAULT_LIMITS))
         #: build the children on first use (``LazyChildren``) rather than now
         self.lazy = False
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import struct
 from dataclasses import dataclass, field
+from operator import add as _add
 from typing import Any
 
 import numpy as np
@@ -247,7 +248,7 @@ class _Builder:
             if n:
                 # child tables by absolute position (each is checked when it is built)
                 rel = (_U32N[n] if n < len(_U32N) else struct.Struct(f"<{n}I")).unpack_from(buf, s)
-                kids = [s + 4 * i + r for i, r in enumerate(rel)]
+                kids = list(map(_add, range(s, s + 4 * n, 4), rel))
         bufs: list[np.ndarray] = []
         if o_bufs:
             s, n = _vector(buf, size, pos + o_bufs, 2, "buffers")
@@ -258,8 +259,7 @@ class _Builder:
                     raise MalformedStreamError(
                         f"{enc_id} node names buffer #{max(idx)}; the message has {len(self.buffers)}"
                     )
-                all_bufs = self.buffers
-                bufs = [all_bufs[i] for i in idx]
+                bufs = list(map(self.buffers.__getitem__, idx))
         stats = None
         if o_stats:
             p = pos + o_stats
@@ -270,7 +270,7 @@ class _Builder:
                 raise MalformedStreamError(
                     "flatbuffer field ArrayNode.ArrayStats points outside the header")
             stats = _read_stats(buf, size, t)
-        parts = ArrayParts(enc_id, meta, bufs, kids, self, stats, depth)
+        parts = ArrayParts(enc_id, meta, bufs, kids, self, stats, depth, lim)
         if depth == 0 and self.lazy and enc_id == "vortex.struct":
             parts.lazy = True
         try:
