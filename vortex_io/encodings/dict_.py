@@ -351,7 +351,7 @@ def _gather_views(arr: Array, codes: np.ndarray | None = None,
     bufs = v.buffers()
     # 16-byte views as one 16-byte numpy scalar each: a 1-D gather is far faster than a 2-D one
     views = np.frombuffer(bufs[1], dtype=np.complex128)[v.offset : v.offset + len(v)]
-    out = np.take(views, idx, mode="clip")  # (idx checked above)
+    out = _memory.take(views, idx)  # (idx checked above; pooled output: no page faults)
     mask = valid
     if v.null_count:
         vmask = v.is_valid().to_numpy(zero_copy_only=False)[idx]

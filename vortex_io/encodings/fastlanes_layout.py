@@ -357,12 +357,17 @@ def _unpack_rows_broadcast(words: np.ndarray, w: int, b: int, nchunks: int) -> n
     ut = UNSIGNED[w]
     k, s, sp, k2, s2 = _natural_row_plan(w, b)
     wt = _lane_words(words, w, b, nchunks)
-    rows = np.take(wt, k, axis=0, mode="clip")  # (a fresh array: the caller keeps it)
+    m = nchunks * lanes(w)
+    rows = _memory.empty(w * m, ut).reshape(w, m)  # (a fresh array: the caller keeps it)
+    np.take(wt, k, axis=0, out=rows, mode="clip")
     np.right_shift(rows, s, out=rows)
     if len(sp):
-        hi = np.take(wt, k2, axis=0, mode="clip")
+        nb = len(sp) * m * ut.itemsize
+        hi = np.take(wt, k2, axis=0, mode="clip", out=_scratch("hi", nb).view(ut).reshape(len(sp), m))
         np.left_shift(hi, s2, out=hi)
-        rows[sp] |= hi
+        lo = np.take(rows, sp, axis=0, mode="clip", out=_scratch("lo", nb).view(ut).reshape(len(sp), m))
+        np.bitwise_or(hi, lo, out=hi)
+        rows[sp] = hi
     if b < w:
         np.bitwise_and(rows, _mask(w, b, ut), out=rows)
     return rows
