@@ -195,6 +195,8 @@ class _Builder:
     Nodes are read straight off the flatbuffer (one ``struct`` call for a node's vtable,
     every offset bounds-checked) rather than through ``flatbuf.Table`` objects: with
     zero-copy bodies this per-node work is most of what a reader pays for headers.
+    ``_node`` is that walk (positions only), ``_make`` builds an Array from what it found;
+    ``_TemplateBuilder`` replays recorded walks for headers of the same structure.
     """
 
     __slots__ = ("buf", "buffers", "encodings", "lazy", "limits", "nodes", "size", "_encs")
@@ -211,25 +213,67 @@ class _Builder:
         self._encs: list[Any] = [None] * len(encodings)
 
     def __call__(self, pos: int, dtype: dt.DType, length: int, depth: int) -> Array:
+        self._enter(depth)
+        spec = self._node(pos)
+        return self._make(spec, spec[3], dtype, length, depth)
+
+    def _enter(self, depth: int) -> None:
         lim = self.limits
         if depth > lim.max_depth:
             raise LimitExceededError(f"array tree deeper than {lim.max_depth}")
         self.nodes += 1
         if self.nodes > lim.max_nodes:
             raise LimitExceededError(f"array tree has more than {lim.max_nodes} nodes")
+
+    def _node(self, pos: int) -> tuple[Any, ...]:
+        """The ArrayNode table at ``pos``: (encoding index, metadata start, metadata
+        length, child table positions, buffer indices, stats table position, vtable
+        position, vtable slots, the five field offsets), every position checked."""
         buf = self.buf
         size = self.size
         vt, k = _vtable(buf, size, pos, "ArrayNode")
         if k >= 5:
-            o_enc, o_meta, o_kids, o_bufs, o_stats = _VT_FIELDS[5].unpack_from(buf, vt + 4)
+            offs = _VT_FIELDS[5].unpack_from(buf, vt + 4)
         else:
-            o_enc, o_meta, o_kids, o_bufs, o_stats = (_VT_FIELDS[k].unpack_from(buf, vt + 4)
-                                                      + _ABSENT[k:])
+            offs = _VT_FIELDS[k].unpack_from(buf, vt + 4) + _ABSENT[k:]
+        o_enc, o_meta, o_kids, o_bufs, o_stats = offs
         ei = 0
         if o_enc:
             if pos + o_enc + 2 > size:
                 raise _bad("field ArrayNode.ArrayNode.encoding")
             ei = _U16.unpack_from(buf, pos + o_enc)[0]
+        ms = mn = 0
+        if o_meta:
+            ms, mn = _vector(buf, size, pos + o_meta, 1, "metadata")
+        kids: list[int] | tuple[()] = ()
+        if o_kids:
+            s, n = _vector(buf, size, pos + o_kids, 4, "children")
+            if n:
+                # child tables by absolute position (each is checked when it is built)
+                rel = (_U32N[n] if n < len(_U32N) else struct.Struct(f"<{n}I")).unpack_from(buf, s)
+                kids = list(map(_add, range(s, s + 4 * n, 4), rel))
+        bidx: tuple[int, ...] = ()
+        if o_bufs:
+            s, n = _vector(buf, size, pos + o_bufs, 2, "buffers")
+            if n:
+                # struct, not numpy: nodes name a handful of buffers and this runs once per node
+                bidx = (_U16N[n] if n < len(_U16N) else struct.Struct(f"<{n}H")).unpack_from(buf, s)
+        st = 0
+        if o_stats:
+            p = pos + o_stats
+            if p + 4 > size:
+                raise _bad("field ArrayNode.ArrayStats")
+            st = p + _U32.unpack_from(buf, p)[0]
+            if st + 4 > size or st == p:
+                raise MalformedStreamError(
+                    "flatbuffer field ArrayNode.ArrayStats points outside the header")
+        return (ei, ms, mn, kids, bidx, st, pos, vt, k, offs)
+
+    def _make(self, spec: tuple[Any, ...], kids: Any, dtype: dt.DType, length: int,
+              depth: int) -> Array:
+        """The Array of a node ``_node`` read; ``kids`` are what ``ArrayParts.child``
+        hands back to this builder for each child (positions, or recorded walks)."""
+        ei, ms, mn, _, bidx, st = spec[:6]
         if ei >= len(self.encodings):
             raise MalformedStreamError(
                 f"array node names encoding #{ei}; the message lists {len(self.encodings)}"
@@ -238,38 +282,17 @@ class _Builder:
         enc_id = self.encodings[ei]
         if enc is None:
             enc = self._encs[ei] = get_encoding(enc_id)
-        meta = b""
-        if o_meta:
-            s, n = _vector(buf, size, pos + o_meta, 1, "metadata")
-            meta = bytes(buf[s : s + n])
-        kids: list[int] | tuple[()] = ()
-        if o_kids:
-            s, n = _vector(buf, size, pos + o_kids, 4, "children")
-            if n:
-                # child tables by absolute position (each is checked when it is built)
-                rel = (_U32N[n] if n < len(_U32N) else struct.Struct(f"<{n}I")).unpack_from(buf, s)
-                kids = list(map(_add, range(s, s + 4 * n, 4), rel))
+        buf = self.buf
+        meta = bytes(buf[ms : ms + mn]) if mn else b""
         bufs: list[np.ndarray] = []
-        if o_bufs:
-            s, n = _vector(buf, size, pos + o_bufs, 2, "buffers")
-            if n:
-                # struct, not numpy: nodes name a handful of buffers and this runs once per node
-                idx = (_U16N[n] if n < len(_U16N) else struct.Struct(f"<{n}H")).unpack_from(buf, s)
-                if max(idx) >= len(self.buffers):
-                    raise MalformedStreamError(
-                        f"{enc_id} node names buffer #{max(idx)}; the message has {len(self.buffers)}"
-                    )
-                bufs = list(map(self.buffers.__getitem__, idx))
-        stats = None
-        if o_stats:
-            p = pos + o_stats
-            if p + 4 > size:
-                raise _bad("field ArrayNode.ArrayStats")
-            t = p + _U32.unpack_from(buf, p)[0]
-            if t + 4 > size or t == p:
+        if bidx:
+            if max(bidx) >= len(self.buffers):
                 raise MalformedStreamError(
-                    "flatbuffer field ArrayNode.ArrayStats points outside the header")
-            stats = _read_stats(buf, size, t)
+                    f"{enc_id} node names buffer #{max(bidx)}; the message has {len(self.buffers)}"
+                )
+            bufs = list(map(self.buffers.__getitem__, bidx))
+        stats = _read_stats(buf, self.size, st) if st else None
+        lim = self.limits
         parts = ArrayParts(enc_id, meta, bufs, kids, self, stats, depth, lim)
         if depth == 0 and self.lazy and enc_id == "vortex.struct":
             parts.lazy = True
@@ -283,6 +306,42 @@ class _Builder:
                 e.reason = f"{enc_id}({dtype!r}, len={length}): {e.reason}"
                 e._pathed = True  # type: ignore[attr-defined]
             raise
+
+    def _structure(self, pos: int, depth: int, ranges: list[tuple[int, int]]) -> tuple[Any, Any]:
+        """The whole tree's walk from the node at ``pos`` as (spec, child walks), adding
+        to ``ranges`` every header byte range the walk read (what must be equal for
+        another header to walk the same way)."""
+        self._enter(depth)
+        spec = self._node(pos)
+        buf = self.buf
+        kids, pos, vt, k, offs = spec[3], spec[6], spec[7], spec[8], spec[9]
+        ranges.append((pos, pos + 4))
+        ranges.append((vt, vt + 4 + 2 * min(k, 5)))
+        o_enc, o_meta, o_kids, o_bufs, o_stats = offs
+        if o_enc:
+            ranges.append((pos + o_enc, pos + o_enc + 2))
+        for o, elem in ((o_meta, 0), (o_kids, 4), (o_bufs, 2)):
+            if o:  # the offset, the length and (but for metadata) the elements
+                p = pos + o
+                t = p + _U32.unpack_from(buf, p)[0]
+                ranges.append((p, p + 4))
+                ranges.append((t, t + 4 + elem * _U32.unpack_from(buf, t)[0]))
+        if o_stats:
+            ranges.append((pos + o_stats, pos + o_stats + 4))
+        return spec, [self._structure(c, depth + 1, ranges) for c in kids]
+
+
+class _TemplateBuilder(_Builder):
+    """A ``_Builder`` whose nodes come from a recorded walk (``HeaderPlans`` templates):
+    metadata bytes and statistics are read from this header at the recorded positions,
+    everything else about a node is as recorded."""
+
+    __slots__ = ()
+
+    def __call__(self, walk: Any, dtype: dt.DType, length: int, depth: int) -> Array:
+        self._enter(depth)
+        spec, kids = walk
+        return self._make(spec, kids, dtype, length, depth)
 
 
 class HeaderPlans:
@@ -299,24 +358,61 @@ class HeaderPlans:
     parsing and child derivation are skipped. Plans hold no buffers; at most ``size``
     are kept (oldest dropped first). One instance per reader: never share it between
     streams of different dtypes or limits.
+
+    Compressed batches rarely repeat their headers byte for byte (each carries its own
+    statistics and metadata: FoR references, patch counts...), but they usually repeat
+    their structure. For those a reader keeps *templates*: the recorded walk of a header
+    and the header bytes that walk read (vtables, field offsets, vector lengths, child
+    offsets, buffer indices, encoding indices). A later header of the same length whose
+    bytes at those positions are equal walks identically, so it is built from the
+    template: its metadata bytes and statistics are read afresh at the recorded positions
+    and every node is built and validated as usual (only the flatbuffer walk is skipped).
+    Templates also serve lazily built scans.
     """
 
-    __slots__ = ("_plans", "size", "hits")
+    __slots__ = ("_plans", "_templates", "size", "hits", "template_hits")
 
     def __init__(self, size: int = 8) -> None:
         self._plans: dict[tuple[Any, ...], Any] = {}
+        self._templates: dict[tuple[Any, ...], Any] = {}
         self.size = size
         self.hits = 0
+        self.template_hits = 0
 
     def get(self, key: tuple[Any, ...]) -> Any:
         return self._plans.get(key, _UNSEEN)
 
     def put(self, key: tuple[Any, ...], plan: Any) -> None:
-        plans = self._plans
-        plans.pop(key, None)
-        if len(plans) >= self.size:
-            del plans[next(iter(plans))]
-        plans[key] = plan
+        self._put(self._plans, key, plan)
+
+    def template(self, key: tuple[Any, ...]) -> Any:
+        return self._templates.get(key, _UNSEEN)
+
+    def put_template(self, key: tuple[Any, ...], template: Any) -> None:
+        self._put(self._templates, key, template)
+
+    def _put(self, d: dict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
+        d.pop(key, None)
+        if len(d) >= self.size:
+            del d[next(iter(d))]
+        d[key] = value
+
+
+def _template_of(builder: _Builder, root_pos: int, fb: np.ndarray) -> Any:
+    """A template (see ``HeaderPlans``) of the header ``fb`` whose root node is at
+    ``root_pos``: (header positions the walk read, their bytes, the walk), or None when
+    the whole tree does not walk (a lazily built batch may never touch a bad field)."""
+    ranges: list[tuple[int, int]] = []
+    try:
+        walk = builder._structure(root_pos, 0, ranges)
+    except VortexIPCError:
+        return None
+    starts = np.array([a for a, _ in ranges], dtype=np.intp)
+    lens = np.array([b - a for a, b in ranges], dtype=np.intp)
+    # every position of every range, as one index array (ranges may overlap)
+    idx = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+    idx = np.unique(idx)
+    return idx, fb[idx].copy(), walk
 
 
 _UNSEEN = object()
@@ -446,8 +542,24 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
     root_pos = arr_t._deref(0, "ArrayNode")
     if not root_pos:
         raise MalformedStreamError("array message has no root node")
+    tmpl: Any = None
+    if plans is not None:
+        fb = body[data_end : n - 4]
+        tkey = (fb_len, root_pos, header.row_count, header.encodings, len(buffers))
+        tmpl = plans.template(tkey)
+        if type(tmpl) is tuple:
+            at, want, walk = tmpl
+            if np.array_equal(fb[at], want):  # the same structure: walk as recorded
+                plans.template_hits += 1
+                return _TemplateBuilder(header.encodings, buffers, limits, arr_t.buf, lazy)(
+                    walk, dtype, header.row_count, 0)
     builder = _Builder(header.encodings, buffers, limits, arr_t.buf, lazy)
     arr = builder(root_pos, dtype, header.row_count, 0)
+    if plans is not None and tmpl is _UNSEEN:
+        plans.put_template(tkey, _SEEN_ONCE)
+    elif plans is not None and tmpl is _SEEN_ONCE:  # seen twice: record its walk
+        plans.put_template(tkey, _template_of(
+            _Builder(header.encodings, buffers, limits, arr_t.buf), root_pos, fb))
     if lazy:  # (a plan would build every field now)
         return arr
     if plans is not None and plan is not None:  # (None: seen, and not replayable)
