@@ -208,6 +208,35 @@ def test_schema_and_dtypes(files: dict) -> None:
     assert schema["d"] == pl.Date
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_string_columns_optionally_as_categorical(files: dict, engine: str) -> None:
+    """``categorical=``: string columns arrive as ``pl.Categorical`` (all of them, or the
+    named ones) with the same values, through filters (pushed down or kept), projections,
+    group-bys and several files; naming a column that is not a string is a clear error."""
+    lf = pl.scan_vortex_ipc(files["vx"], categorical=True)
+    schema = lf.collect_schema()
+    assert schema["s"] == pl.Categorical()
+    assert {n for n, t in schema.items() if t == pl.Categorical()} == {"s"}
+    def q(lf: pl.LazyFrame) -> pl.LazyFrame:
+        keep = (pl.col("s") == "MSFT") | pl.col("s").is_null() | (pl.col("i") > 40)
+        return lf.filter(keep).select("id", "s", "i")
+
+    got = q(lf).collect(engine=engine)
+    assert got.schema["s"] == pl.Categorical()
+    exp = q(pl.scan_ipc(files["arrow"])).collect(engine=engine)
+    assert_frame_equal(got.with_columns(pl.col("s").cast(pl.String)), exp)
+    by = (pl.scan_vortex_ipc(str(files["dir"] / "part-*.vxi"), categorical="s")
+          .group_by("s").agg(pl.len()).collect(engine=engine))
+    ref = pl.scan_ipc(files["arrow"]).group_by("s").agg(pl.len()).collect(engine=engine)
+    assert_frame_equal(by.with_columns(pl.col("s").cast(pl.String)), ref,
+                       check_row_order=False)
+    assert pl.read_vortex_ipc(files["vx"], columns=["s"], categorical=["s"]).schema == \
+        pl.Schema({"s": pl.Categorical()})
+    for bad, why in ((["i"], "not a string column"), (["nope"], "no column 'nope'")):
+        with pytest.raises(ValueError, match=why):
+            pl.scan_vortex_ipc(files["vx"], categorical=bad).collect(engine=engine)
+
+
 def test_nested_types_arrive_as_polars_types() -> None:
     t = pa.table({
         "l": pa.array([[1, 2], None, []], pa.list_(pa.int64())),

@@ -135,12 +135,35 @@ def _polars_schema(arrow_schema: pa.Schema) -> pl.Schema:
     return pl.DataFrame(arrow_schema.empty_table()).schema
 
 
-def _to_polars(batch: pa.RecordBatch) -> pl.DataFrame:
+def _to_polars(batch: pa.RecordBatch, categorical: Sequence[str] = ()) -> pl.DataFrame:
     import polars as pl
 
     if batch.num_columns == 0:
         return pl.DataFrame(height=batch.num_rows)
-    return pl.DataFrame(batch)
+    df = pl.DataFrame(batch)
+    cats = [n for n in categorical if n in batch.schema.names]
+    if cats:
+        df = df.with_columns(pl.col(cats).cast(pl.Categorical()))
+    return df
+
+
+def _categorical_columns(categorical: bool | str | Sequence[str], schema: pl.Schema
+                         ) -> tuple[str, ...]:
+    """The string columns ``scan_vortex_ipc(categorical=...)`` names: all of them for
+    True, none for False, else the given names (each must be a string column)."""
+    import polars as pl
+
+    if categorical is True:
+        return tuple(n for n, t in schema.items() if t == pl.String)
+    if categorical is False or categorical is None:
+        return ()
+    names = [categorical] if isinstance(categorical, str) else list(categorical)
+    for n in names:
+        if n not in schema:
+            raise ValueError(f"categorical: no column {n!r}; columns are {list(schema)}")
+        if schema[n] != pl.String:
+            raise ValueError(f"categorical: column {n!r} is {schema[n]}, not a string column")
+    return tuple(dict.fromkeys(names))
 
 
 # -- predicate translation ------------------------------------------------------------------
@@ -370,21 +393,30 @@ class _Spec:
     """What one ``scan_vortex_ipc`` call scans, shared by its resolver and readers."""
 
     def __init__(self, source: Any, limits: Any, on_scan: Callable[[vio.Scan], None] | None,
-                 batch_size: int | None) -> None:
+                 batch_size: int | None, categorical: bool | str | Sequence[str] = False) -> None:
         self.sources = _Sources(source)
         self.limits = limits
         self.on_scan = on_scan
         self.batch_size = batch_size
+        self.categorical = categorical
         self._lock = threading.Lock()
-        self._schemas: dict[str, tuple[Any, Any, Any]] = {}
+        self._schemas: dict[str, tuple[Any, Any, Any, tuple[str, ...]]] = {}
 
-    def file_schema(self, key: str) -> tuple[Any, Any, Any]:
-        """(Vortex dtype, Arrow schema, Polars schema) of one source (header only)."""
+    def file_schema(self, key: str) -> tuple[Any, Any, Any, tuple[str, ...]]:
+        """(Vortex dtype, Arrow schema, Polars schema, the columns read as Categorical) of
+        one source (header only)."""
         with self._lock:
             hit = self._schemas.get(key)
         if hit is None:
             s = self.open(key)
-            hit = (s.dtype, s.schema, _polars_schema(s.schema))
+            schema = _polars_schema(s.schema)
+            cats = _categorical_columns(self.categorical, schema)
+            if cats:
+                import polars as pl
+
+                schema = pl.Schema({n: pl.Categorical() if n in cats else t
+                                    for n, t in schema.items()})
+            hit = (s.dtype, s.schema, schema, cats)
             with self._lock:
                 self._schemas[key] = hit
         return hit
@@ -429,7 +461,7 @@ class _Reader:
                         pre_slice: tuple[int, int] | None = None, filters: Sequence[Any] = (),
                         num_pipelines: int = 1) -> Iterator[pl.DataFrame]:
         spec = self.spec
-        dtype, arrow_schema, _ = spec.file_schema(self.key)
+        dtype, arrow_schema, _, cats = spec.file_schema(self.key)
         offset, limit = (0, None) if pre_slice is None else pre_slice
         if offset < 0:
             raise ValueError(f"negative pre_slice offset {offset} (not announced as supported)")
@@ -444,7 +476,7 @@ class _Reader:
             spec.on_scan(scan)
         try:
             for batch in scan:
-                yield _to_polars(batch)
+                yield _to_polars(batch, cats)
         except VortexIPCError as e:
             raise e.locate(source=spec.sources.label(self.key)) from None
 
@@ -504,7 +536,7 @@ def _resolver_class() -> type:
                 import polars as pl
 
                 spec = self.spec
-                dtype, arrow_schema, schema = spec.file_schema(spec.first)
+                dtype, arrow_schema, schema, _ = spec.file_schema(spec.first)
                 exprs = [f.expr for f in filters]
                 pushed, kept = translate_predicate(exprs, arrow_schema, dtype)
                 props = {"format": f"vortex-ipc ({len(spec.sources.keys)} source(s))",
@@ -553,7 +585,8 @@ def _check_polars() -> Any:
 def scan_vortex_ipc(source: Any, *, n_rows: int | None = None,
                     row_index_name: str | None = None, row_index_offset: int = 0,
                     batch_size: int | None = None, limits: vio.ReaderLimits | None = None,
-                    on_scan: Callable[[vio.Scan], None] | None = None) -> pl.LazyFrame:
+                    on_scan: Callable[[vio.Scan], None] | None = None,
+                    categorical: bool | str | Sequence[str] = False) -> pl.LazyFrame:
     """Lazily scan Vortex IPC streams into a ``polars.LazyFrame``.
 
     ``source``: a path, a glob, bytes, a binary file object (read whole on first use), or
@@ -562,7 +595,9 @@ def scan_vortex_ipc(source: Any, *, n_rows: int | None = None,
     ``batch_size``: split batches to at most this many rows. ``limits``: ``ReaderLimits``
     for untrusted input. ``on_scan``: called with each per-source ``vortex_io.Scan`` as it
     starts (its ``filter`` shows what was pushed down; its ``stats`` are complete once the
-    query returns).
+    query returns). ``categorical``: read string columns as ``pl.Categorical`` (True: every
+    string column; a name or names: those columns, which must be strings), the natural
+    Polars type for low-cardinality (dictionary-encoded) columns.
 
     Projection, filters and slices (``head``, ``slice``, ``tail``) are pushed down;
     ``explain()`` shows which filters run on the encoded data.
@@ -570,7 +605,7 @@ def scan_vortex_ipc(source: Any, *, n_rows: int | None = None,
     pl = _check_polars()
     if n_rows is not None and n_rows < 0:
         raise ValueError("n_rows must be >= 0")
-    spec = _Spec(source, limits, on_scan, batch_size)
+    spec = _Spec(source, limits, on_scan, batch_size, categorical)
     lf = pl.LazyFrame.from_lazyframe_resolver(_resolver_class()(spec))
     if n_rows is not None:  # before the row index: Polars pushes no slice below one
         lf = lf.head(n_rows)
