@@ -140,7 +140,6 @@ class ALPEncoding(Encoding):
         check_decoded_size(n * arr.dtype.ptype.byte_width, f"vortex.alp of {n} rows", limits)
 
     def canonicalize(self, arr: Array) -> Array:
-
         m: ALPMeta = arr.meta
         n = len(arr)
         p = arr.dtype.ptype
@@ -182,7 +181,6 @@ class ALPEncoding(Encoding):
         return pos, primitive_values(pv)[0], validity(pv)
 
     def validity(self, arr: Array) -> Any:
-
         base = validity(arr.children[0])
         pr = self._patch_rows(arr)
         if pr is None or pr[2] is None:
@@ -258,7 +256,6 @@ class ALPEncoding(Encoding):
         return vals, valid
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         lit = np_literal(arr.dtype.ptype, value)
         if lit is None:
             return NotImplemented
@@ -314,7 +311,6 @@ class ALPEncoding(Encoding):
         return (out_pos, sel) if len(out_pos) else None
 
     def take_values(self, arr: Array, indices: np.ndarray) -> Any:
-
         m: ALPMeta = arr.meta
         p = arr.dtype.ptype
         idx = np.asarray(indices, dtype=np.int64)

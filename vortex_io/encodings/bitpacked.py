@@ -240,7 +240,6 @@ class BitPackedEncoding(Encoding):
         return with_validity(vals, self.validity(arr))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         p = arr.dtype.ptype
         hi = self._packed_max(arr)
         inside = [v for v in values if isinstance(v, int) and not isinstance(v, bool)

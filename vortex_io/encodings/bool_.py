@@ -60,13 +60,11 @@ class BoolEncoding(Encoding):
         return validity_mask(arr.children[0] if arr.children else None, len(arr))
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         if not isinstance(value, (bool, np.bool_)):
             return NotImplemented
         return with_validity(bool_compare(bool_values(arr), value, op), self.validity(arr))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         want = {bool(v) for v in values if isinstance(v, (bool, np.bool_))}
         vals = bool_values(arr)
         if want == {True, False}:

@@ -47,7 +47,6 @@ class ByteBoolEncoding(Encoding):
                 f"vortex.bytebool buffer is {arr.buffers[0].nbytes} bytes for {len(arr)} values")
 
     def canonicalize(self, arr: Array) -> Array:
-
         vals = arr.buffers[0][: len(arr)] != 0
         return bool_array(vals, arr.children[0] if arr.children else None, nullable=arr.dtype.nullable)
 

@@ -49,7 +49,6 @@ class ChunkedEncoding(Encoding):
         return pa.chunked_array(parts, type=arr.dtype.to_arrow() if not parts else parts[0].type)
 
     def canonicalize(self, arr: Array) -> Array:
-
         return from_arrow(self.to_arrow(arr).combine_chunks(), dtype=arr.dtype)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
@@ -78,7 +77,6 @@ class ChunkedEncoding(Encoding):
         return vals, valid
 
     def validity(self, arr: Array) -> Any:
-
         masks = [validity(c) for c in self.chunks(arr)]
         if all(m is None for m in masks):
             return None
@@ -86,11 +84,9 @@ class ChunkedEncoding(Encoding):
                                for c, m in zip(self.chunks(arr), masks)])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         return self._per_chunk(arr, lambda c: compare_storage(c, value, op))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         return self._per_chunk(arr, lambda c: is_in_storage(c, values))
 
     def take(self, arr: Array, indices: Any) -> Any:
@@ -133,7 +129,6 @@ CHUNKED = register_encoding(ChunkedEncoding())
 
 
 def chunked_array(chunks: list[Array], dtype: dt.DType) -> Array:
-
     offs = np.zeros(len(chunks) + 1, dtype=np.uint64)
     np.cumsum([len(c) for c in chunks], out=offs[1:])
     return Array(CHUNKED, dtype, int(offs[-1]), children=[primitive_array(offs), *chunks])

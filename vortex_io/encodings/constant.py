@@ -96,7 +96,6 @@ class ConstantEncoding(Encoding):
         return self.canonicalize(one)
 
     def _broadcast(self, arr: Array, res: Any) -> Any:
-
         vals, valid = res
         if valid is not None and not valid[0]:
             import numpy as np
@@ -106,7 +105,6 @@ class ConstantEncoding(Encoding):
         return broadcast(len(arr), bool(vals[0]), None)
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         if constant_value(arr) is None:
             return mask_const(len(arr), None)
         if len(arr) == 0:
@@ -114,7 +112,6 @@ class ConstantEncoding(Encoding):
         return self._broadcast(arr, compare_storage(self._one(arr), value, op))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         if constant_value(arr) is None:
             return mask_const(len(arr), None)
         if len(arr) == 0:

@@ -93,7 +93,6 @@ class DateTimePartsEncoding(Encoding):
                 (dt.Primitive(meta.subseconds_ptype, False), length)]
 
     def canonicalize(self, arr: Array) -> Array:
-
         d = _ticks(arr.dtype)
         days_c = arr.children[0].canonical()
         if not (isinstance(days_c.dtype, dt.Primitive) and days_c.dtype.ptype.is_int):
@@ -135,7 +134,6 @@ class DateTimePartsEncoding(Encoding):
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
-
         return validity(arr.children[0])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:

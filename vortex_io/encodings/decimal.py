@@ -81,7 +81,6 @@ class DecimalEncoding(Encoding):
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
-
         return validity_mask(arr.children[0] if arr.children else None, len(arr))
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
@@ -108,7 +107,6 @@ class DecimalEncoding(Encoding):
         return with_validity(OPS[op2](vals, p.np_dtype.type(iv)), valid)
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         w = arr.meta
         if w > 16:
             return NotImplemented  # (Arrow's is_in on i256 decimals)
@@ -128,7 +126,6 @@ class DecimalEncoding(Encoding):
         return with_validity(isin_values(vals, _INT_PTYPE[w], ints), self.validity(arr))
 
     def take(self, arr: Array, indices: Any) -> Any:
-
         w = arr.meta
         n = len(arr)
         raw = arr.buffers[0][: n * w].reshape(n, w)[indices]

@@ -82,11 +82,9 @@ class DecimalBytePartsEncoding(Encoding):
 
     # -- compute kernels: on the msp (the unscaled integers) ----------------------------
     def validity(self, arr: Array) -> Any:
-
         return validity(arr.children[0])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         r = decimal_unscaled(arr.dtype, value, op)
         if r is None:
             return NotImplemented
@@ -95,7 +93,6 @@ class DecimalBytePartsEncoding(Encoding):
         return compare_storage(arr.children[0], r[1], r[0])
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         ints = []
         for v in values:
             r = decimal_unscaled(arr.dtype, v, "eq")
@@ -104,7 +101,6 @@ class DecimalBytePartsEncoding(Encoding):
         return is_in_storage(arr.children[0], ints)
 
     def take(self, arr: Array, indices: Any) -> Any:
-
         a = Array(self, arr.dtype, len(indices), metadata=arr.metadata,
                   children=[take(arr.children[0], indices)])
         a._cache["meta"] = arr.meta

@@ -181,7 +181,6 @@ class DeltaEncoding(Encoding):
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
-
         return validity_mask(arr.children[2] if len(arr.children) > 2 else None, len(arr))
 
     def take(self, arr: Array, indices: Any) -> Any:
@@ -193,7 +192,6 @@ class DeltaEncoding(Encoding):
                                nullable=arr.dtype.nullable, ptype=arr.dtype.ptype)
 
     def take_values(self, arr: Array, indices: Any) -> Any:
-
         m: DeltaMeta = arr.meta
         p = arr.dtype.ptype
         w = p.byte_width * 8

@@ -107,7 +107,6 @@ class DictEncoding(Encoding):
         check_decoded_size(n * estimate_row_width(arr.dtype), f"vortex.dict of {n} rows", limits)
 
     def canonicalize(self, arr: Array) -> Array:
-
         n = len(arr)
         codes_arr, values = arr.children
         c = codes_arr.canonical()
@@ -121,7 +120,6 @@ class DictEncoding(Encoding):
         return take_canonical(values.canonical(), idx, valid, arr.dtype, limits=limits_of(arr))
 
     def to_arrow(self, arr: Array) -> Any:
-
         if string_view_enabled() and isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
             return _gather_views(arr)
         if "canonical" not in arr._cache and isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
@@ -211,7 +209,6 @@ class DictEncoding(Encoding):
         return with_validity(vals, valid)
 
     def validity(self, arr: Array) -> Any:
-
         codes_arr, values = arr.children
         vv = validity(values) if values.dtype.nullable else None
         if vv is None:
@@ -221,15 +218,12 @@ class DictEncoding(Encoding):
         return out if cvalid is None else out & cvalid
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:
-
         return int_bounds(arr.children[1])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         return self._map(arr, *compare_storage(arr.children[1], value, op))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         return self._map(arr, *is_in_storage(arr.children[1], values))
 
     def take(self, arr: Array, indices: Any) -> Any:
@@ -304,7 +298,6 @@ def _all_null(d: dt.DType, n: int) -> Array:
 
 
 def _with_validity(valid: np.ndarray | None) -> Array | None:
-
     return None if valid is None else bool_array(valid)
 
 

@@ -38,19 +38,15 @@ class ExtEncoding(Encoding):
 
     # -- compute kernels: the storage child's -------------------------------------------
     def validity(self, arr: Array) -> Any:
-
         return validity(arr.children[0])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         return compare_storage(arr.children[0], value, op)
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         return is_in_storage(arr.children[0], values)
 
     def take(self, arr: Array, indices: Any) -> Any:
-
         return ext_array(arr.dtype, take(arr.children[0], indices))
 
     def take_arrow(self, arr: Array, indices: Any) -> Any:

@@ -81,7 +81,6 @@ class FoREncoding(Encoding):
 
     # -- compute kernels: translate the literal into the encoded domain -----------------
     def validity(self, arr: Array) -> Any:
-
         return validity(arr.children[0])
 
     def _encoded_bound(self, arr: Array) -> int | None:
@@ -99,14 +98,12 @@ class FoREncoding(Encoding):
         return b[1]
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:
-
         b = int_bounds(arr.children[0])
         if b is None or self._encoded_bound(arr) is None:
             return None
         return arr.meta + b[0], arr.meta + b[1]
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         if not isinstance(value, int) or isinstance(value, bool):
             return NotImplemented
         hi = self._encoded_bound(arr)
@@ -119,7 +116,6 @@ class FoREncoding(Encoding):
         return compare_storage(arr.children[0], t, op)
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         hi = self._encoded_bound(arr)
         if hi is None:
             return NotImplemented
@@ -133,7 +129,6 @@ class FoREncoding(Encoding):
         return for_array(take(arr.children[0], indices), arr.meta, arr.dtype)
 
     def take_values(self, arr: Array, indices: np.ndarray) -> Any:
-
         vals, valid = take_values(arr.children[0], indices)
         p = arr.dtype.ptype
         ut = fl.UNSIGNED[p.byte_width * 8]

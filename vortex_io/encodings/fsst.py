@@ -237,7 +237,6 @@ def string_parts(array: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray | Non
 
 
 def validity_from_mask(valid: np.ndarray | None, n: int) -> Array | None:
-
     if valid is None:
         return None
     if not valid.any():
@@ -451,7 +450,6 @@ class FSSTEncoding(Encoding):
         return codes, co, ulen, validity
 
     def validity(self, arr: Array) -> Any:
-
         if len(arr.buffers) == 2:
             return NotImplemented
         return validity_mask(arr.children[2] if len(arr.children) > 2 else None, len(arr))
@@ -502,7 +500,6 @@ class FSSTEncoding(Encoding):
         return out
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         b = needle_bytes(value)
         if op not in ("eq", "neq") or b is None or len(arr.buffers) == 2:
             return NotImplemented
@@ -510,7 +507,6 @@ class FSSTEncoding(Encoding):
         return with_validity(eq if op == "eq" else ~eq, self.validity(arr))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         bs = [needle_bytes(v) for v in values]
         if len(bs) > 16 or any(b is None for b in bs) or len(arr.buffers) == 2:
             return NotImplemented

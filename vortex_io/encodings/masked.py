@@ -40,27 +40,22 @@ class MaskedEncoding(Encoding):
 
     # -- compute kernels: the child's, masked -------------------------------------------
     def validity(self, arr: Array) -> Any:
-
         return validity_mask(arr.children[1] if len(arr.children) > 1 else None, len(arr))
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:
-
         return int_bounds(arr.children[0])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         vals, valid = compare_storage(arr.children[0], value, op)
         own = self.validity(arr)
         return with_validity(vals, own if valid is None or own is None else own & valid)
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         vals, valid = is_in_storage(arr.children[0], values)
         own = self.validity(arr)
         return with_validity(vals, own if valid is None or own is None else own & valid)
 
     def take(self, arr: Array, indices: Any) -> Any:
-
         return Array(self, arr.dtype, len(indices), children=[take(c, indices) for c in arr.children])
 
     def child_names(self, arr: Array) -> list[str]:

@@ -59,19 +59,16 @@ class PrimitiveEncoding(Encoding):
         return validity_mask(arr.children[0] if arr.children else None, len(arr))
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         r = compare_values(primitive_raw(arr), arr.dtype.ptype, value, op)
         if r is None:
             return NotImplemented
         return with_validity(r, self.validity(arr))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         return with_validity(isin_values(primitive_raw(arr), arr.dtype.ptype, values),
                              self.validity(arr))
 
     def take(self, arr: Array, indices: np.ndarray) -> Any:
-
         vals, valid = self.take_values(arr, indices)
         v = None if valid is None else bool_array(valid)
         return primitive_array(vals, v, nullable=arr.dtype.nullable, ptype=arr.dtype.ptype)

@@ -140,7 +140,6 @@ class RunEndEncoding(Encoding):
         return np.repeat(vals, counts), None if valid is None else np.repeat(valid, counts)
 
     def validity(self, arr: Array) -> Any:
-
         lo, hi, counts = self.run_counts(arr)
         if hi == lo:
             return None
@@ -148,15 +147,12 @@ class RunEndEncoding(Encoding):
         return None if v is None else np.repeat(v, counts)
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:
-
         return int_bounds(arr.children[1])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         return self._expand(arr, lambda v: compare_storage(v, value, op))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         return self._expand(arr, lambda v: is_in_storage(v, values))
 
     def take(self, arr: Array, indices: Any) -> Any:

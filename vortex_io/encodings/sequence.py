@@ -93,7 +93,6 @@ class SequenceEncoding(Encoding):
         check_decoded_size(n * p.byte_width, f"vortex.sequence of {n} rows", limits)
 
     def canonicalize(self, arr: Array) -> Array:
-
         m: SequenceMeta = arr.meta
         p = arr.dtype.ptype
         t = p.np_dtype.type
@@ -154,7 +153,6 @@ class SequenceEncoding(Encoding):
         return out, None
 
     def take(self, arr: Array, indices: Any) -> Any:
-
         m: SequenceMeta = arr.meta
         p = arr.dtype.ptype
         t = p.np_dtype.type

@@ -142,7 +142,6 @@ class SparseEncoding(Encoding):
         return _sparse_generic(d, n, fill, pos, values)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
-
         sl = slice_patches(arr.meta, arr.children, start, stop)
         if sl is None:
             return constant_array(sparse_fill_value(arr), stop - start, arr.dtype)
@@ -172,7 +171,6 @@ class SparseEncoding(Encoding):
         return vals, valid
 
     def validity(self, arr: Array) -> Any:
-
         fill_ok = sparse_fill_value(arr) is not None
         pvalid = validity(arr.children[1])
         if fill_ok and pvalid is None:
@@ -182,13 +180,11 @@ class SparseEncoding(Encoding):
         return valid
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         fill = constant_array(sparse_fill_value(arr), 1, arr.dtype)
         return self._combine(arr, compare_storage(fill, value, op),
                              compare_storage(arr.children[1], value, op))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         fill = constant_array(sparse_fill_value(arr), 1, arr.dtype)
         return self._combine(arr, is_in_storage(fill, values),
                              is_in_storage(arr.children[1], values))

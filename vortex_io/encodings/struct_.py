@@ -63,7 +63,6 @@ class StructEncoding(Encoding):
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
-
         return validity_mask(self.split(arr)[0], len(arr))
 
     def take(self, arr: Array, indices: Any) -> Any:

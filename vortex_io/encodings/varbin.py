@@ -49,7 +49,6 @@ class StringEqualityKernels:
     ``equal_mask(arr, needle_bytes)`` and ``validity(arr)`` (varbin and varbinview)."""
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-
         b = needle_bytes(value)
         if op not in ("eq", "neq") or b is None:
             return NotImplemented
@@ -57,7 +56,6 @@ class StringEqualityKernels:
         return with_validity(eq if op == "eq" else ~eq, self.validity(arr))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-
         bs = [needle_bytes(v) for v in values]
         if len(bs) > 16 or any(b is None for b in bs):
             return NotImplemented
@@ -119,7 +117,6 @@ class VarBinEncoding(StringEqualityKernels, Encoding):
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
-
         return validity_mask(arr.children[1] if len(arr.children) > 1 else None, len(arr))
 
     def equal_mask(self, arr: Array, needle: bytes) -> np.ndarray:

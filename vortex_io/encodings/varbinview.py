@@ -86,7 +86,6 @@ class VarBinViewEncoding(StringEqualityKernels, Encoding):
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
-
         return validity_mask(arr.children[0] if arr.children else None, len(arr))
 
     def equal_mask(self, arr: Array, needle: bytes) -> np.ndarray:
