@@ -203,44 +203,59 @@ def _to_chunk_order(rows: np.ndarray, w: int, nchunks: int, split: bool) -> np.n
 
 
 @cache
-def _slot_plan(w: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rows listed in (block, g) slot order: (word k per slot, shift per slot, slots that
-    spill, their next word, their left shift), shifts as (n, 1) columns of the W-bit type."""
+def _row_arrays(w: int, b: int, slots: bool) -> tuple[np.ndarray, ...]:
+    """``row_plan`` as arrays, rows listed in (block, g) slot order when ``slots`` (the
+    order ``_to_chunk_order`` reads) else in natural row order: (word k per row, shift
+    per row, rows that spill, their next word, their left shift), shifts as (n, 1)
+    columns of the W-bit type."""
     ut = UNSIGNED[w]
     nl = lanes(w)
     k_of = np.empty(w, dtype=np.intp)
     s_of = np.empty(w, dtype=np.int64)
-    spill_slots = []
+    spill_at = []
     for r, (k, s, spill) in enumerate(row_plan(w, b)):
         o, g = divmod(r, 8)
-        slot = FL_ORDER[o] * 16 // nl * 8 + g
-        k_of[slot] = k
-        s_of[slot] = s
+        at = FL_ORDER[o] * 16 // nl * 8 + g if slots else r
+        k_of[at] = k
+        s_of[at] = s
         if spill:
-            spill_slots.append(slot)
-    sp = np.asarray(sorted(spill_slots), dtype=np.intp)
+            spill_at.append(at)
+    sp = np.asarray(sorted(spill_at), dtype=np.intp)
     tabs = (k_of, s_of.astype(ut)[:, None], sp, k_of[sp] + 1, (w - s_of[sp]).astype(ut)[:, None])
     for t in tabs:
         t.flags.writeable = False
     return tabs
 
 
+def _broadcast_rows(words: np.ndarray, w: int, b: int, nchunks: int, slots: bool,
+                    rows: np.ndarray) -> np.ndarray:
+    """Every row of every lane into ``rows`` (W, chunks * LANES), in slot or natural order
+    (``_row_arrays``), masked, in a few numpy calls each over all rows at once (spill
+    temporaries in scratch: fresh ones page-fault)."""
+    ut = UNSIGNED[w]
+    m = nchunks * lanes(w)
+    k, s, sp, k2, s2 = _row_arrays(w, b, slots)
+    wt = _lane_words(words, w, b, nchunks)
+    np.take(wt, k, axis=0, out=rows, mode="clip")
+    np.right_shift(rows, s, out=rows)
+    if len(sp):
+        nb = len(sp) * m * ut.itemsize
+        hi = np.take(wt, k2, axis=0, mode="clip", out=_scratch("hi", nb).view(ut).reshape(len(sp), m))
+        np.left_shift(hi, s2, out=hi)
+        lo = np.take(rows, sp, axis=0, mode="clip", out=_scratch("lo", nb).view(ut).reshape(len(sp), m))
+        np.bitwise_or(hi, lo, out=hi)
+        rows[sp] = hi
+    if b < w:
+        np.bitwise_and(rows, _mask(w, b, ut), out=rows)
+    return rows
+
+
 def _unpack_broadcast(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
     """Few numpy calls, each over every row at once (best for small arrays)."""
     ut = UNSIGNED[w]
-    m = nchunks * lanes(w)
-    k_of, s_of, sp, k2, s2 = _slot_plan(w, b)
-    wt = _lane_words(words, w, b, nchunks)
-    rows = _scratch("rows", nchunks * 1024 * ut.itemsize).view(ut).reshape(w, m)
-    np.take(wt, k_of, axis=0, out=rows, mode="clip")
-    np.right_shift(rows, s_of, out=rows)
-    if len(sp):
-        hi = np.take(wt, k2, axis=0, mode="clip")
-        np.left_shift(hi, s2, out=hi)
-        rows[sp] |= hi
-    if b < w:
-        np.bitwise_and(rows, _mask(w, b, ut), out=rows)
-    return _to_chunk_order(rows, w, nchunks, split=False)
+    rows = _scratch("rows", nchunks * 1024 * ut.itemsize).view(ut).reshape(w, nchunks * lanes(w))
+    return _to_chunk_order(_broadcast_rows(words, w, b, nchunks, True, rows), w, nchunks,
+                           split=False)
 
 
 def _extract_row(wt: np.ndarray, k: int, s: int, spill: bool, w: int, dst: np.ndarray,
@@ -333,40 +348,12 @@ def unpack_rows(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
     return rows
 
 
-@cache
-def _natural_row_plan(w: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``row_plan`` as arrays in natural row order: (word k per row, shift per row, rows
-    that spill, their next word, their left shift), shifts as (n, 1) columns."""
-    ut = UNSIGNED[w]
-    plan = row_plan(w, b)
-    k = np.array([r[0] for r in plan], dtype=np.intp)
-    s = np.array([r[1] for r in plan], dtype=np.int64)
-    sp = np.array([i for i, r in enumerate(plan) if r[2]], dtype=np.intp)
-    tabs = (k, s.astype(ut)[:, None], sp, k[sp] + 1, (w - s[sp]).astype(ut)[:, None])
-    for t in tabs:
-        t.flags.writeable = False
-    return tabs
-
-
 def _unpack_rows_broadcast(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
     """``unpack_rows`` in a few numpy calls, each over every row at once."""
     ut = UNSIGNED[w]
-    k, s, sp, k2, s2 = _natural_row_plan(w, b)
-    wt = _lane_words(words, w, b, nchunks)
     m = nchunks * lanes(w)
     rows = _memory.empty(w * m, ut).reshape(w, m)  # (a fresh array: the caller keeps it)
-    np.take(wt, k, axis=0, out=rows, mode="clip")
-    np.right_shift(rows, s, out=rows)
-    if len(sp):
-        nb = len(sp) * m * ut.itemsize
-        hi = np.take(wt, k2, axis=0, mode="clip", out=_scratch("hi", nb).view(ut).reshape(len(sp), m))
-        np.left_shift(hi, s2, out=hi)
-        lo = np.take(rows, sp, axis=0, mode="clip", out=_scratch("lo", nb).view(ut).reshape(len(sp), m))
-        np.bitwise_or(hi, lo, out=hi)
-        rows[sp] = hi
-    if b < w:
-        np.bitwise_and(rows, _mask(w, b, ut), out=rows)
-    return rows
+    return _broadcast_rows(words, w, b, nchunks, False, rows)
 
 
 def _gather_unpack(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
