@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vortex_io as vio
+from vortex_io.arrow import map_arrow_type
 from vortex_io.compress import CompressOptions, CompressSession, compress_array, scheme_names
 
 from .strategies import arrays
@@ -25,22 +26,18 @@ def squash(a):
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
 
-def _plain(t: pa.DataType) -> pa.DataType:
-    """``t`` with every temporal type (nested ones too) replaced by its integer storage."""
+def _storage_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_timestamp(t) or pa.types.is_date64(t) or pa.types.is_time64(t) \
             or pa.types.is_duration(t):
         return pa.int64()
     if pa.types.is_date32(t) or pa.types.is_time32(t):
         return pa.int32()
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        f = t.value_field
-        inner = f.with_type(_plain(f.type))
-        if pa.types.is_fixed_size_list(t):
-            return pa.list_(inner, t.list_size)
-        return pa.large_list(inner) if pa.types.is_large_list(t) else pa.list_(inner)
-    if pa.types.is_struct(t):
-        return pa.struct([t.field(i).with_type(_plain(t.field(i).type)) for i in range(t.num_fields)])
     return t
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    """``t`` with every temporal type (nested ones too) replaced by its integer storage."""
+    return map_arrow_type(t, _storage_type)
 
 
 def values(a: pa.Array) -> list:

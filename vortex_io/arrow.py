@@ -38,7 +38,7 @@ from .array import Array
 from .errors import UnsupportedError
 
 __all__ = ["dtype_to_arrow", "dtype_from_arrow", "from_arrow", "to_arrow_schema",
-           "string_view_output", "string_view_enabled"]
+           "string_view_output", "string_view_enabled", "map_arrow_type"]
 
 _STRING_VIEW: contextvars.ContextVar[bool] = contextvars.ContextVar("vortex_io_string_view",
                                                                     default=False)
@@ -397,18 +397,26 @@ def arrow_take(a: pa.Array, idx: np.ndarray) -> pa.Array:
                                  null_count=nulls)
 
 
-def _without_views(t: pa.DataType) -> pa.DataType:
-    """``t`` with string_view/binary_view replaced by string/binary at any depth."""
-    if pa.types.is_string_view(t):
-        return pa.string()
-    if pa.types.is_binary_view(t):
-        return pa.binary()
+def map_arrow_type(t: pa.DataType, leaf: Any) -> pa.DataType:
+    """``t`` with ``leaf(x)`` in place of every non-nested type ``x`` in it, at any depth
+    of structs and (large, fixed-size) lists; ``leaf`` returns ``x`` to keep it."""
     if pa.types.is_struct(t):
-        return pa.struct([f.with_type(_without_views(f.type)) for f in t])
+        return pa.struct([f.with_type(map_arrow_type(f.type, leaf)) for f in t])
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         f = t.value_field
-        inner = f.with_type(_without_views(f.type))
+        inner = f.with_type(map_arrow_type(f.type, leaf))
         if pa.types.is_fixed_size_list(t):
             return pa.list_(inner, t.list_size)
         return pa.large_list(inner) if pa.types.is_large_list(t) else pa.list_(inner)
-    return t
+    return leaf(t)
+
+
+def _no_view(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_string_view(t):
+        return pa.string()
+    return pa.binary() if pa.types.is_binary_view(t) else t
+
+
+def _without_views(t: pa.DataType) -> pa.DataType:
+    """``t`` with string_view/binary_view replaced by string/binary at any depth."""
+    return map_arrow_type(t, _no_view)
