@@ -491,7 +491,8 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
     if fb_len + 4 > n:
         raise MalformedStreamError(f"array flatbuffer of {fb_len} bytes does not fit a {n}-byte body")
     data_end = n - 4 - fb_len
-    arr_t = root(memoryview(body[data_end : n - 4]), "Array")
+    fb = body[data_end : n - 4]  # the Array flatbuffer
+    arr_t = root(memoryview(fb), "Array")
     buffers: list[np.ndarray] = []
     v = arr_t.vector_raw(1, 8, "Array.buffers")
     key = None
@@ -499,7 +500,6 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
     if plans is not None:
         # the header's bytes but for the buffer lengths and paddings (string data and
         # the like vary from batch to batch; every node's validate checks them again)
-        fb = body[data_end : n - 4]
         if v is None:
             key = (fb.tobytes(), header.row_count, header.encodings)
         else:
@@ -544,7 +544,6 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
         raise MalformedStreamError("array message has no root node")
     tmpl: Any = None
     if plans is not None:
-        fb = body[data_end : n - 4]
         tkey = (fb_len, root_pos, header.row_count, header.encodings, len(buffers))
         tmpl = plans.template(tkey)
         if type(tmpl) is tuple:
