@@ -34,6 +34,7 @@ from .arrow import arrow_take, string_view_output
 from .compute.evaluate import can_skip, check_expr, evaluate
 from .compute.expr import And, Column, Compare, Expr, Literal
 from .compute.kernels import coerce_literal, mask_true, take_arrow
+from .compute.stack import stack_runs
 from .errors import VortexIPCError
 from .ipc.reader import StreamReader
 from .limits import ReaderLimits
@@ -57,6 +58,13 @@ class ScanStats:
 
     def as_dict(self) -> dict[str, int]:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+
+#: a scan without a limit runs its kernels on groups of batches at once
+#: (``Scan._scan_group``): 1, 2, 4, ... batches, each group at most this many rows (16 of
+#: the usual 64Ki-row messages) and batches
+GROUP_ROWS = 1 << 20
+GROUP_BATCHES = 64
 
 
 def _is_glob(s: str) -> bool:
@@ -161,6 +169,28 @@ class Scan:
         remaining = self.limit
         skip = self.offset  # matching rows still to skip (before the limit counts)
         d = self._dtype
+
+        def emit(out: Any) -> Iterator[Any]:
+            """The batches one chunk's (or group's) result gives, after offset and limit."""
+            nonlocal remaining, skip
+            if out is None:
+                return
+            if skip:
+                dropped = min(skip, out.num_rows)
+                out, skip = out.slice(dropped), skip - dropped
+            if remaining is not None:
+                out = out.slice(0, remaining)
+                remaining -= out.num_rows
+            with stats._lock:
+                stats.rows_returned += out.num_rows
+            if out.num_rows == 0:
+                return
+            if self.batch_size:
+                for s in range(0, out.num_rows, self.batch_size):
+                    yield out.slice(s, self.batch_size)
+            else:
+                yield out
+
         for src in self.sources:
             if remaining is not None and remaining <= 0:
                 return
@@ -179,6 +209,14 @@ class Scan:
                     raise VortexIPCError(
                         f"stream dtype {reader.dtype!r} differs from the first source's {d!r}",
                         source=str(src) if isinstance(src, (str, os.PathLike)) else None)
+                # without a limit, consecutive batches are scanned as groups (_scan_group)
+                # of 1, 2, 4, ... batches: a consumer that stops early has had about as
+                # many rows decoded as it took
+                grouped = (remaining is None and isinstance(d, dt.Struct)
+                           and bool(self._schema.names))
+                group: list[Any] = []
+                rows = 0
+                want = 1
                 for batch in reader:
                     if remaining is not None and remaining <= 0:
                         return
@@ -195,43 +233,128 @@ class Scan:
                         except VortexIPCError as e:
                             raise e.locate(message_index=batch.index, offset=batch.offset,
                                            source=reader._src.name) from None
-                    meter: list[int] = []
-                    token = DECODE_METER.set(meter)
-                    try:
-                        with string_view_output(self.string_view):
-                            out = self._scan_chunk(arr, None if remaining is None else remaining + skip)
-                    except VortexIPCError as e:  # decoded lazily: say which file and message
-                        raise e.locate(message_index=batch.index, offset=batch.offset,
-                                       source=reader._src.name) from None
-                    finally:
-                        DECODE_METER.reset(token)
-                    with stats._lock:
-                        stats.chunks += 1
-                        stats.rows_scanned += len(arr)
-                        stats.bytes_canonicalized += sum(meter)
-                        if out is None:
-                            stats.chunks_pruned += 1
-                    if out is None:
+                    if grouped:
+                        if self._pruned(arr, batch, reader):
+                            continue
+                        group.append((batch, arr))
+                        rows += len(arr)
+                        if rows >= GROUP_ROWS or len(group) >= want:
+                            for out in self._scan_group(group, reader):
+                                yield from emit(out)
+                            group, rows, want = [], 0, GROUP_BATCHES
                         continue
-                    if skip:
-                        dropped = min(skip, out.num_rows)
-                        out, skip = out.slice(dropped), skip - dropped
-                    if remaining is not None:
-                        out = out.slice(0, remaining)
-                        remaining -= out.num_rows
-                    with stats._lock:
-                        stats.rows_returned += out.num_rows
-                    if out.num_rows == 0:
-                        continue
-                    if self.batch_size:
-                        for s in range(0, out.num_rows, self.batch_size):
-                            yield out.slice(s, self.batch_size)
-                    else:
-                        yield out
+                    yield from emit(self._scan_one(arr, batch, reader,
+                                                   None if remaining is None else remaining + skip))
+                if group:
+                    for out in self._scan_group(group, reader):
+                        yield from emit(out)
             finally:
                 with stats._lock:
                     stats.bytes_read += reader._dec.position
                 reader.close()
+
+    def _pruned(self, arr: Array, batch: Any, reader: StreamReader) -> bool:
+        """True (and counted) when the filter's statistics rule the whole batch out."""
+        if self.filter is None:
+            return False
+        try:
+            if not can_skip(self.filter, arr):
+                return False
+        except VortexIPCError as e:
+            raise e.locate(message_index=batch.index, offset=batch.offset,
+                           source=reader._src.name) from None
+        with self.stats._lock:
+            self.stats.chunks += 1
+            self.stats.rows_scanned += len(arr)
+            self.stats.chunks_pruned += 1
+        return True
+
+    def _scan_one(self, arr: Array, batch: Any, reader: StreamReader, remaining: int | None) -> Any:
+        """One batch: its selected rows as a RecordBatch, or None when pruned (counted)."""
+        stats = self.stats
+        meter: list[int] = []
+        token = DECODE_METER.set(meter)
+        try:
+            with string_view_output(self.string_view):
+                out = self._scan_chunk(arr, remaining)
+        except VortexIPCError as e:  # decoded lazily: say which file and message
+            raise e.locate(message_index=batch.index, offset=batch.offset,
+                           source=reader._src.name) from None
+        finally:
+            DECODE_METER.reset(token)
+        with stats._lock:
+            stats.chunks += 1
+            stats.rows_scanned += len(arr)
+            stats.bytes_canonicalized += sum(meter)
+            if out is None:
+                stats.chunks_pruned += 1
+        return out
+
+    def _scan_group(self, group: list[Any], reader: StreamReader) -> Iterator[Any]:
+        """Batches the statistics did not prune, scanned as one: each needed column's
+        arrays are stacked (``vortex_io.compute.stack``: still encoded, runs of one
+        encoding joined), so the filter and the gathers run once over all their rows
+        instead of batch by batch. Any error sends the group batch by batch, which
+        reports it at its message."""
+        if len(group) == 1:
+            batch, arr = group[0]
+            yield self._scan_one(arr, batch, reader, None)
+            return
+        meter: list[int] = []
+        token = DECODE_METER.set(meter)
+        try:
+            with string_view_output(self.string_view):
+                out = self._scan_stacked([arr for _, arr in group])
+        except VortexIPCError:
+            out = None
+        finally:
+            DECODE_METER.reset(token)
+        if out is None:
+            for batch, arr in group:
+                yield self._scan_one(arr, batch, reader, None)
+            return
+        with self.stats._lock:
+            self.stats.chunks += len(group)
+            self.stats.rows_scanned += sum(len(arr) for _, arr in group)
+            self.stats.bytes_canonicalized += sum(meter)
+        yield out
+
+    def _scan_stacked(self, arrs: list[Array]) -> Any:
+        """The selected rows of several (unpruned) struct batches as one RecordBatch."""
+        import pyarrow as pa
+
+        from .encodings.chunked import chunked_array
+        from .encodings.struct_ import struct_array
+
+        schema = self._schema
+        d = self._dtype
+        assert isinstance(d, dt.Struct)
+        n = sum(len(a) for a in arrs)
+        runs: dict[str, list[Array]] = {}
+
+        def column(name: str) -> list[Array]:
+            if name not in runs:
+                runs[name] = stack_runs([a.field(name) for a in arrs])
+            return runs[name]
+
+        idx = None
+        if self.filter is not None:
+            names = sorted(self.filter.columns())
+            fields = []
+            for nm in names:
+                r = column(nm)
+                fields.append(r[0] if len(r) == 1 else chunked_array(r, d.field(nm)))
+            batch = struct_array(dt.Struct(names, [d.field(nm) for nm in names]), n, fields)
+            with string_view_output(False):  # predicates use Arrow kernels on `string`
+                idx = np.flatnonzero(mask_true(evaluate(self.filter, batch)))
+            if len(idx) == 0:
+                return pa.RecordBatch.from_pylist([], schema=schema)
+        if self._pinned is None:
+            self._pinned = _pinned_values(self.filter, d, schema) if idx is not None else {}
+        pinned = self._pinned
+        cols = [pa.repeat(pinned[nm], len(idx)) if nm in pinned and idx is not None
+                else _select_runs(column(nm), idx) for nm in schema.names]
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
 
     def _scan_chunk(self, arr: Array, remaining: int | None) -> Any:
         """The selected rows of one chunk as a RecordBatch, or None when pruned."""
@@ -344,6 +467,25 @@ def _pinned_values(filter: Expr | None, d: dt.DType, schema: Any) -> dict[str, A
         except (TypeError, ValueError, OverflowError, pa.ArrowInvalid):
             continue  # out of the column's range: no row matches, nothing to pin
     return out
+
+
+def _select_runs(runs: list[Array], idx: np.ndarray | None) -> Any:
+    """``_select`` over consecutive arrays (stacked runs) as one Arrow array."""
+    import pyarrow as pa
+
+    if len(runs) == 1:
+        return _select(runs[0], idx)
+    parts = []
+    start = 0
+    for a in runs:
+        if idx is None:
+            parts.append(_select(a, None))
+        else:
+            lo, hi = np.searchsorted(idx, [start, start + len(a)])
+            if hi > lo:
+                parts.append(_select(a, idx[lo:hi] - start))
+        start += len(a)
+    return pa.concat_arrays(parts)
 
 
 def _select(a: Array, idx: np.ndarray | None) -> Any:
