@@ -26,7 +26,7 @@ import numpy as np
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..compute.numeric import OPS, bound_answer, decoded, isin_values, np_literal, with_validity
-from ..compute.stack import row_starts, stack_validity
+from ..compute.stack import concat, row_starts, stack_validity
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from . import fastlanes_layout as fl
@@ -288,7 +288,7 @@ class BitPackedEncoding(Encoding):
         patches = stack_patches(parts, first.dtype)
         validity = stack_validity([self._validity_child(a) for a in arrays],
                                   [len(a) for a in arrays])
-        return bitpacked_array(np.concatenate([a.buffers[0] for a in arrays]), first.dtype,
+        return bitpacked_array(concat([a.buffers[0] for a in arrays]), first.dtype,
                                int(starts[-1]), first.meta.bit_width, 0, patches, validity)
 
     def describe(self, arr: Array) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..compute.numeric import compare_values, isin_values, with_validity
-from ..compute.stack import stack_validity
+from ..compute.stack import concat, stack_validity
 from ..errors import MalformedStreamError
 from ._common import arrow_validity, log2_width, typed_buffer, validity_mask, validity_spec
 from .bool_ import bool_array
@@ -86,7 +86,7 @@ class PrimitiveEncoding(Encoding):
     def stack(self, arrays: Sequence[Array]) -> Array:
         validity = stack_validity([a.children[0] if a.children else None for a in arrays],
                                   [len(a) for a in arrays])
-        return primitive_array(np.concatenate([primitive_raw(a) for a in arrays]), validity,
+        return primitive_array(concat([primitive_raw(a) for a in arrays]), validity,
                                nullable=arrays[0].dtype.nullable, ptype=arrays[0].dtype.ptype)
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:

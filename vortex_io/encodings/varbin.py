@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..compute.numeric import bytes_equal_at, needle_bytes, with_validity
-from ..compute.stack import stack_validity
+from ..compute.stack import concat, stack_validity
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_mask, validity_spec
@@ -134,7 +134,7 @@ class VarBinEncoding(StringEqualityKernels, Encoding):
             out[at : at + len(a)] = o[:-1] - (o[0] - b)
             at += len(a)
         out[-1] = base[-1]
-        data = np.concatenate([a.buffers[0][int(o[0]) : int(o[-1])] for a, o in zip(arrays, offs)])
+        data = concat([a.buffers[0][int(o[0]) : int(o[-1])] for a, o in zip(arrays, offs)])
         validity = stack_validity([a.children[1] if len(a.children) > 1 else None for a in arrays],
                                   [len(a) for a in arrays])
         return varbin_array(arrays[0].dtype, primitive_array(out), data, validity)
