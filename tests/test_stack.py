@@ -222,3 +222,12 @@ def test_grouped_scans_match_ungrouped_scans_and_pyarrow(q, string_view, monkeyp
     if string_view:
         got = got.cast(t.schema)
     assert got.equals(t)
+
+
+def test_dictionary_hits_past_the_codes_type_match_nothing() -> None:
+    # 300 values, u8 codes: values 256.. are never referenced (the mask maps hits through
+    # comparisons with the codes: a hit past u8 must not overflow)
+    values = from_arrow(pa.array([f"v{k}" for k in range(300)]))
+    a = dict_array(primitive_array(np.array([3, 255, 7], dtype=np.uint8)), values)
+    assert kernels.mask_true(kernels.compare(a, "v299", "eq")).tolist() == [False] * 3
+    assert kernels.mask_true(kernels.is_in(a, ["v299", "v3", "v280"])).tolist() == [True, False, False]

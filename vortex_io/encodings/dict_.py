@@ -332,14 +332,19 @@ def dict_codes_and_values(array: Array) -> tuple[Array, Array]:
 
 
 def _lookup(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """``table[codes]`` for a bool per-value table: constant or one-hit tables by
-    comparison (a gather costs ~2 ns a row, a comparison a tenth of that)."""
+    """``table[codes]`` for a bool per-value table: constant tables by a fill, tables of up
+    to 8 hits by comparisons (a gather costs ~2 ns a row, a comparison a tenth of that)."""
     k = int(np.count_nonzero(table))
     if k == 0 or k == len(table):
         return np.full(len(codes), k != 0, dtype=np.bool_)
-    if k == 1:
-        return codes == codes.dtype.type(int(np.flatnonzero(table)[0]))
-    return table[codes]
+    if k > 8:
+        return table[codes]
+    out = np.zeros(len(codes), dtype=np.bool_)
+    top = int(np.iinfo(codes.dtype).max)
+    for h in np.flatnonzero(table).tolist():
+        if h <= top:  # (a value past the codes' type is never referenced)
+            out |= codes == codes.dtype.type(h)
+    return out
 
 
 def checked_indices(codes: np.ndarray, valid: np.ndarray | None, bound: int, what: str) -> np.ndarray:
