@@ -265,6 +265,42 @@ def test_memory_helpers():
     assert a.ctypes.data == b.ctypes.data  # reused on this thread
 
 
+def test_scratch_passes_from_ended_threads_to_new_ones():
+    # query engines (Polars) run each query's callbacks on fresh threads: their scratch
+    # must not be fresh (page-faulting) memory every time, nor shared while in use
+    import threading
+
+    from vortex_io import _memory
+
+    seen: list[int] = []
+
+    def use(hold: threading.Event | None = None, ready: threading.Event | None = None) -> None:
+        seen.append(_memory.scratch("thread-test", 5000, np.uint8).ctypes.data)
+        if ready is not None:
+            ready.set()
+        if hold is not None:
+            hold.wait()
+
+    t = threading.Thread(target=use)
+    t.start()
+    t.join()
+    t = threading.Thread(target=use)
+    t.start()
+    t.join()
+    assert seen[0] == seen[1]  # the second thread got the first one's buffers
+    hold, r1, r2 = threading.Event(), threading.Event(), threading.Event()
+    t1 = threading.Thread(target=use, args=(hold, r1))
+    t2 = threading.Thread(target=use, args=(hold, r2))
+    t1.start()
+    r1.wait()
+    t2.start()
+    r2.wait()
+    hold.set()
+    t1.join()
+    t2.join()
+    assert seen[2] != seen[3]  # two live threads never share a buffer
+
+
 def test_decoded_columns_live_in_arrow_memory():
     """Decoded columns are not backed by memory that goes away with the reader."""
     t = trades(70_000)

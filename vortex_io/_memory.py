@@ -33,7 +33,35 @@ POOL_MIN_BYTES = 1 << 16
 SCRATCH_MAX_BYTES = 16 << 20
 
 _allocate: Any = None
-_SCRATCH = threading.local()
+_LOCAL = threading.local()
+#: scratch sets of threads that ended, for the next new thread (a query engine may run each
+#: query's callbacks on fresh threads: fresh buffers would page-fault again every query)
+_SPARE: list[dict[str, np.ndarray]] = []
+_SPARE_MAX = 4
+
+
+class _ScratchSet:
+    """One thread's scratch buffers, handed on when the thread ends."""
+
+    __slots__ = ("bufs",)
+
+    def __init__(self) -> None:
+        try:
+            self.bufs = _SPARE.pop()
+        except IndexError:
+            self.bufs = {}
+
+    def __del__(self) -> None:  # the thread's locals are dropped: its buffers are free
+        spare = _SPARE
+        if spare is not None and len(spare) < _SPARE_MAX:
+            spare.append(self.bufs)
+
+
+def _scratch_bufs() -> dict[str, np.ndarray]:
+    s = getattr(_LOCAL, "scratch", None)
+    if s is None:
+        s = _LOCAL.scratch = _ScratchSet()
+    return s.bufs
 
 
 def empty(n: int, dtype: Any) -> np.ndarray:
@@ -55,11 +83,12 @@ def scratch(slot: str, n: int, dtype: Any) -> np.ndarray:
     garbage, and the next ``scratch`` call for the same slot on this thread reuses it)."""
     dt = np.dtype(dtype)
     nbytes = n * dt.itemsize
-    buf = getattr(_SCRATCH, slot, None)
+    bufs = _scratch_bufs()
+    buf = bufs.get(slot)
     if buf is None or buf.nbytes < nbytes:
         buf = np.empty(max(nbytes, 4096), dtype=np.uint8)
         if nbytes <= SCRATCH_MAX_BYTES:
-            setattr(_SCRATCH, slot, buf)
+            bufs[slot] = buf
     return buf[:nbytes].view(dt)
 
 

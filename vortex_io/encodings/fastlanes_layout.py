@@ -27,7 +27,6 @@ one prefix sum per lane in the same row order as bit-packing.
 
 from __future__ import annotations
 
-import threading
 from functools import cache
 
 import numpy as np
@@ -63,20 +62,12 @@ UNSIGNED = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np
 _GATHER_MAX_CHUNKS = 4
 _BROADCAST_MAX_CHUNKS = 64
 _V128 = np.dtype("V128")  # the LANES values of one row of a chunk, for any W
-_SCRATCH = threading.local()
-_SCRATCH_MAX_BYTES = 16 << 20
 
 
 def _scratch(slot: str, nbytes: int) -> np.ndarray:
-    """A per-thread reusable byte buffer (avoids page-faulting fresh intermediates on every
-    decode); buffers over ``_SCRATCH_MAX_BYTES`` are not kept."""
-    buf = getattr(_SCRATCH, slot, None)
-    if buf is not None and buf.nbytes >= nbytes:
-        return buf[:nbytes]
-    buf = np.empty(nbytes, dtype=np.uint8)
-    if nbytes <= _SCRATCH_MAX_BYTES:
-        setattr(_SCRATCH, slot, buf)
-    return buf
+    """A reusable byte buffer of this thread (``_memory.scratch``: fresh intermediates
+    would page-fault on every decode)."""
+    return _memory.scratch("fl_" + slot, nbytes, np.uint8)
 
 
 def lanes(w: int) -> int:
