@@ -231,3 +231,76 @@ def test_dictionary_hits_past_the_codes_type_match_nothing() -> None:
     a = dict_array(primitive_array(np.array([3, 255, 7], dtype=np.uint8)), values)
     assert kernels.mask_true(kernels.compare(a, "v299", "eq")).tolist() == [False] * 3
     assert kernels.mask_true(kernels.is_in(a, ["v299", "v3", "v280"])).tolist() == [True, False, False]
+
+
+def test_stacked_dictionary_codes_are_checked_against_their_own_dictionary() -> None:
+    # code 2 is out of range for the first dictionary (2 values) but would land inside the
+    # joined values (2 + 3): stacking must not make a corrupt code silently valid
+    from vortex_io.errors import MalformedStreamError
+
+    def d(values: list[str], codes: list[int]) -> vio.Array:
+        return dict_array(bitpack(primitive_array(np.array(codes * 512, dtype=np.uint8)), 2),
+                          from_arrow(pa.array(values), dtype=dt.Utf8(False)))
+
+    bad, good = d(["a", "b"], [0, 2]), d(["c", "d", "e"], [0, 1])
+    with pytest.raises(MalformedStreamError, match="outside the 2 values"):
+        bad.to_arrow()
+    s = stack([bad, good])
+    for use in (lambda: s.to_arrow(),
+                lambda: kernels.take_arrow(s, np.array([1, 1024])),
+                lambda: kernels.take_values(s.children[0], np.array([1]))):
+        with pytest.raises(MalformedStreamError, match="outside the 2 values"):
+            use()
+    assert kernels.take_arrow(s, np.array([1024, 2047])).to_pylist() == ["c", "d"]
+
+
+# -- hostile input: grouping must not change what a scan returns or raises ---------------------
+
+
+def _scan_outcome(data: bytes, e, grouped: bool, monkeypatch):
+    """The rows a scan returns, or the error it raises (class, text with its location)."""
+    scan_mod = sys.modules["vortex_io.scan"]
+    monkeypatch.setattr(scan_mod, "GROUP_BATCHES", scan_mod.GROUP_BATCHES if grouped else 1)
+    try:
+        return ("ok", vio.scan(data, filter=e).to_arrow())
+    except vio.VortexIPCError as err:
+        return (type(err).__name__, str(err))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), q=st.sampled_from([0, 1, 2, 6]))
+def test_mutated_streams_scan_alike_grouped_or_not(seed, q, monkeypatch) -> None:
+    """Structure-aware mutants (fuzz/mutate.py) of a compressed multi-batch stream: a
+    grouped scan returns the same rows, or raises the same error at the same message, as
+    a scan batch by batch."""
+    import random
+
+    from fuzz.mutate import mutate
+
+    data = _MUTANT_SEED()
+    _, bad = mutate(data, random.Random(seed), [data])
+    e = QUERIES[q][0]
+    grouped = _scan_outcome(bad, e, True, monkeypatch)
+    single = _scan_outcome(bad, e, False, monkeypatch)
+    assert grouped[0] == single[0]
+    if grouped[0] == "ok":  # (bytes compared: a mutant's strings need not be UTF-8)
+        assert grouped[1].equals(single[1])
+    else:
+        assert grouped[1] == single[1]
+
+
+def _mutant_seed() -> bytes:
+    cache: dict[str, bytes] = {}
+
+    def get() -> bytes:
+        if "s" not in cache:
+            buf = io.BytesIO()
+            vio.write_ipc(buf, _table(6 * 1024 + 100, 5, 0.1), compress=True, chunk_rows=1024)
+            cache["s"] = buf.getvalue()
+        return cache["s"]
+
+    return get
+
+
+_MUTANT_SEED = _mutant_seed()

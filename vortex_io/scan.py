@@ -217,7 +217,18 @@ class Scan:
                 group: list[Any] = []
                 rows = 0
                 want = 1
-                for batch in reader:
+                batches = iter(reader)
+                while True:
+                    try:
+                        batch = next(batches)
+                    except StopIteration:
+                        break
+                    except VortexIPCError:
+                        # the batches read ahead come first: their rows, or an error of
+                        # theirs (as when scanned one by one)
+                        for out in self._scan_group(group, reader):
+                            yield from emit(out)
+                        raise
                     if remaining is not None and remaining <= 0:
                         return
                     arr = batch.array
@@ -231,11 +242,18 @@ class Scan:
                         try:
                             arr, skip = arr.slice(skip, len(arr)), 0
                         except VortexIPCError as e:
+                            for out in self._scan_group(group, reader):
+                                yield from emit(out)
                             raise e.locate(message_index=batch.index, offset=batch.offset,
                                            source=reader._src.name) from None
                     if grouped:
-                        if self._pruned(arr, batch, reader):
-                            continue
+                        try:
+                            if self._pruned(arr, batch, reader):
+                                continue
+                        except VortexIPCError:  # the batches before it come first
+                            for out in self._scan_group(group, reader):
+                                yield from emit(out)
+                            raise
                         group.append((batch, arr))
                         rows += len(arr)
                         if rows >= GROUP_ROWS or len(group) >= want:
@@ -296,6 +314,8 @@ class Scan:
         encoding joined), so the filter and the gathers run once over all their rows
         instead of batch by batch. Any error sends the group batch by batch, which
         reports it at its message."""
+        if not group:
+            return
         if len(group) == 1:
             batch, arr = group[0]
             yield self._scan_one(arr, batch, reader, None)

@@ -51,7 +51,17 @@ def stack(arrays: Sequence[Array]) -> Array:
     k = stack_key(arrays[0])
     if k is None or any(stack_key(a) != k for a in arrays[1:]):
         raise ValueError("stack() needs arrays of one stack key")
-    return arrays[0].vtable.stack(arrays)
+    return _with_limits(arrays[0].vtable.stack(arrays), arrays[0])
+
+
+def _with_limits(out: Array, like: Array) -> Array:
+    """``out`` decodes under the reader limits ``like`` was read with (a group of messages
+    stays under the limits each message is checked against, or the scan goes message by
+    message)."""
+    lim = like._cache.get("limits")
+    if lim is not None:
+        out._cache.setdefault("limits", lim)
+    return out
 
 
 def stack_runs(arrays: Sequence[Array]) -> list[Array]:
@@ -138,10 +148,10 @@ def stack_canonical(arrays: Sequence[Array], dtype: dt.DType) -> Array:
 
             validity = bool_array(np.concatenate(
                 [np.ones(len(v), np.bool_) if m is None else m for v, m in zip(vals, masks)]))
-        return primitive_array(concat(vals), validity, nullable=dtype.nullable,
-                               ptype=dtype.ptype)
+        return _with_limits(primitive_array(concat(vals), validity, nullable=dtype.nullable,
+                                            ptype=dtype.ptype), arrays[0])
     with string_view_output(False):
         parts = [a.to_arrow() for a in arrays]
     chunks = [c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else [p])]
     joined = pa.concat_arrays(chunks) if chunks else pa.array([], type=dtype.to_arrow())
-    return from_arrow(joined, dtype=dtype)
+    return _with_limits(from_arrow(joined, dtype=dtype), arrays[0])

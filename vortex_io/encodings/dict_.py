@@ -287,7 +287,9 @@ class DictEncoding(Encoding):
         for q in (dt.PType.U8, dt.PType.U16, dt.PType.U32, dt.PType.U64):
             if q.byte_width >= p.byte_width and len(values) <= 1 << (8 * q.byte_width):
                 break
-        codes = segmented_for_array(codes, row_starts(arrays), before[:-1], q)
+        # each message's codes are checked against its own dictionary as they are decoded
+        codes = segmented_for_array(codes, row_starts(arrays), before[:-1], q,
+                                    np.diff(before), "vortex.dict codes")
         return dict_array(codes, values, all_values_referenced=False, dtype=first.dtype,
                           is_nullable_codes=codes.dtype.nullable)
 

@@ -38,10 +38,28 @@ __all__ = ["SEGMENTED_FOR", "SegmentedFoREncoding", "segmented_for_array"]
 @dataclass(frozen=True, eq=False)
 class SegmentedMeta:
     """Row ``starts`` of the segments (int64, one more than there are segments, ending at
-    the length) and their references (the output type's unsigned twin)."""
+    the length), their references (the output type's unsigned twin) and optionally the
+    bound each segment's child values must stay under at valid rows (``what`` names them
+    in the error: stacked dictionary codes are checked against their own dictionary)."""
 
     starts: np.ndarray
     refs: np.ndarray
+    bounds: np.ndarray | None = None
+    what: str = "vortex_io.segmented_for values"
+
+    def check(self, vals: np.ndarray, valid: np.ndarray | None, seg: np.ndarray | None) -> None:
+        """Raise ``MalformedStreamError`` if a valid child value (in segment ``seg[i]``, or
+        the segments in row order when ``seg`` is None) is negative or over its bound."""
+        if self.bounds is None or not len(vals):
+            return
+        b = self.bounds[seg] if seg is not None else np.repeat(self.bounds, np.diff(self.starts))
+        bad = vals >= b if vals.dtype.kind == "u" else (vals < 0) | (vals.astype(np.int64) >= b)
+        if valid is not None:
+            bad &= valid
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise MalformedStreamError(
+                f"{self.what}: a code falls outside the {int(b[i])} values")
 
 
 class SegmentedFoREncoding(Encoding):
@@ -56,7 +74,8 @@ class SegmentedFoREncoding(Encoding):
         c = decoded(arr.children[0])
         if c.encoding != "vortex.primitive" or not c.dtype.ptype.is_int:
             raise MalformedStreamError(f"vortex_io.segmented_for: child decoded to {c.dtype!r}")
-        vals, _ = primitive_values(c)
+        vals, valid = primitive_values(c)
+        m.check(vals, valid, None)
         ut = fl.UNSIGNED[arr.dtype.ptype.byte_width * 8]
         out = _memory.empty(len(vals), ut)
         out[...] = vals  # widens (and wraps negative codes under nulls) as unsigned
@@ -90,6 +109,7 @@ class SegmentedFoREncoding(Encoding):
             raise MalformedStreamError(f"vortex_io.segmented_for: child decoded to {vals.dtype}")
         ut = fl.UNSIGNED[arr.dtype.ptype.byte_width * 8]
         seg = np.searchsorted(m.starts, indices, side="right") - 1
+        m.check(vals, valid, seg)
         out = vals.astype(ut)
         np.add(out, m.refs[seg], out=out)
         return out.view(arr.dtype.ptype.np_dtype), valid
@@ -104,9 +124,12 @@ class SegmentedFoREncoding(Encoding):
 SEGMENTED_FOR = SegmentedFoREncoding()  # not registered: no stream names it
 
 
-def segmented_for_array(child: Array, starts: np.ndarray, refs: Any, ptype: dt.PType) -> Array:
+def segmented_for_array(child: Array, starts: np.ndarray, refs: Any, ptype: dt.PType,
+                        bounds: Any = None, what: str = "vortex_io.segmented_for values") -> Array:
     """A ``vortex_io.segmented_for`` node: ``child`` (integers) plus ``refs[s]`` on the rows
-    ``[starts[s], starts[s + 1])``, in ``ptype`` (at least as wide as the child)."""
+    ``[starts[s], starts[s + 1])``, in ``ptype`` (at least as wide as the child); with
+    ``bounds``, a valid child value of segment ``s`` outside ``[0, bounds[s])`` is an error
+    when decoded."""
     starts = np.asarray(starts, dtype=np.int64)
     if len(starts) != len(refs) + 1 or starts[0] != 0 or starts[-1] != len(child):
         raise ValueError("segment starts must rise from 0 to the child's length, one per ref")
@@ -115,5 +138,8 @@ def segmented_for_array(child: Array, starts: np.ndarray, refs: Any, ptype: dt.P
     r = np.array([int(x) & mask for x in refs], dtype=ut)
     a = Array(SEGMENTED_FOR, dt.Primitive(ptype, child.dtype.nullable), len(child),
               children=[child])
-    a._cache["meta"] = SegmentedMeta(starts, r)
+    b = None if bounds is None else np.asarray(bounds, dtype=np.int64)
+    if b is not None and len(b) != len(r):
+        raise ValueError("one bound per segment")
+    a._cache["meta"] = SegmentedMeta(starts, r, b, what)
     return a
