@@ -52,7 +52,16 @@ class SegmentedMeta:
         the segments in row order when ``seg`` is None) is negative or over its bound."""
         if self.bounds is None or not len(vals):
             return
-        b = self.bounds[seg] if seg is not None else np.repeat(self.bounds, np.diff(self.starts))
+        if seg is None:  # every row: a max (and min) per segment first
+            signed = vals.dtype.kind == "i"
+            for s in range(len(self.bounds)):
+                part = vals[int(self.starts[s]) : int(self.starts[s + 1])]
+                if len(part) and (int(part.max()) >= self.bounds[s] or (signed and int(part.min()) < 0)):
+                    break
+            else:
+                return
+            seg = np.repeat(np.arange(len(self.bounds)), np.diff(self.starts))
+        b = self.bounds[seg]
         bad = vals >= b if vals.dtype.kind == "u" else (vals < 0) | (vals.astype(np.int64) >= b)
         if valid is not None:
             bad &= valid
