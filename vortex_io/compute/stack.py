@@ -32,7 +32,7 @@ from .. import _memory
 from .. import dtype as dt
 from ..array import Array
 
-__all__ = ["concat", "row_starts", "stack", "stack_any", "stack_canonical", "stack_key", "stack_runs",
+__all__ = ["concat", "join_masks", "row_starts", "stack", "stack_any", "stack_canonical", "stack_key", "stack_runs",
            "stack_validity"]
 
 
@@ -103,15 +103,21 @@ def stack_validity(validities: Sequence[Array | None], lengths: Sequence[int]) -
     """The concatenated validity (a bool array) of nodes with optional validity children;
     None when none has one."""
     from ..encodings._common import validity_mask
-    from ..encodings.bool_ import bool_array
 
     if all(v is None for v in validities):
         return None
-    masks = []
-    for v, n in zip(validities, lengths):
-        m = validity_mask(v, n)
-        masks.append(np.ones(n, dtype=np.bool_) if m is None else m)
-    return bool_array(concat(masks))
+    return join_masks([validity_mask(v, n) for v, n in zip(validities, lengths)], lengths)
+
+
+def join_masks(masks: Sequence[np.ndarray | None], lengths: Sequence[int]) -> Array | None:
+    """Validity masks (None: all valid) of consecutive parts as one bool array; None when
+    every part is all valid."""
+    from ..encodings.bool_ import bool_array
+
+    if all(m is None for m in masks):
+        return None
+    return bool_array(concat([np.ones(n, dtype=np.bool_) if m is None else m
+                              for m, n in zip(masks, lengths)]))
 
 
 def stack_any(arrays: Sequence[Array], dtype: dt.DType) -> Array:
@@ -141,13 +147,8 @@ def stack_canonical(arrays: Sequence[Array], dtype: dt.DType) -> Array:
                 raise MalformedStreamError(f"{a.encoding} decoded to {c.dtype!r}, not {dtype!r}")
             v, m = primitive_values(c)
             vals.append(v)
-            masks.append(m if m is not None else None)
-        validity = None
-        if any(m is not None for m in masks):
-            from ..encodings.bool_ import bool_array
-
-            validity = bool_array(np.concatenate(
-                [np.ones(len(v), np.bool_) if m is None else m for v, m in zip(vals, masks)]))
+            masks.append(m)
+        validity = join_masks(masks, [len(v) for v in vals])
         return _with_limits(primitive_array(concat(vals), validity, nullable=dtype.nullable,
                                             ptype=dtype.ptype), arrays[0])
     with string_view_output(False):

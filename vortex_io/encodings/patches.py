@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array
+from ..compute.stack import join_masks
 from ..errors import MalformedStreamError
 from ..proto import Fields, ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of
@@ -151,12 +152,7 @@ def stack_patches(parts: list[tuple[int, np.ndarray, Array, np.ndarray] | None],
         masks.append(None if m is None else m[sel])
     if not pos:
         return None
-    validity = None
-    if any(m is not None for m in masks):
-        from .bool_ import bool_array
-
-        validity = bool_array(np.concatenate(
-            [np.ones(len(v), np.bool_) if m is None else m for v, m in zip(vals, masks)]))
+    validity = join_masks(masks, [len(v) for v in vals])
     values_arr = primitive_array(np.concatenate(vals), validity, nullable=values_dtype.nullable,
                                  ptype=values_dtype.ptype)  # type: ignore[attr-defined]
     return make_patches(np.concatenate(pos), values_arr)
