@@ -321,3 +321,18 @@ def _mutant_seed() -> bytes:
 
 
 _MUTANT_SEED = _mutant_seed()
+
+
+def test_groups_of_wide_rows_are_smaller(monkeypatch) -> None:
+    """A group is decoded at once: wide rows make fewer rows a group (GROUP_BYTES)."""
+    scan_mod = sys.modules["vortex_io.scan"]
+    t = pa.table({f"c{i}": np.arange(12 * 1024, dtype=np.int64) * i for i in range(50)})
+    buf = io.BytesIO()
+    vio.write_ipc(buf, t, compress=True, chunk_rows=1024)
+    monkeypatch.setattr(scan_mod, "GROUP_BYTES", 50 * 8 * 3000)
+    s = vio.scan(buf.getvalue())
+    got = list(s)
+    assert s._group_rows() == 3000
+    # the first batch alone, then groups that stop once they reach 3000 rows
+    assert [b.num_rows for b in got] == [1024, 3072, 3072, 3072, 2048]
+    assert pa.Table.from_batches(got).equals(t)

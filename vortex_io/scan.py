@@ -61,10 +61,11 @@ class ScanStats:
 
 
 #: a scan without a limit runs its kernels on groups of batches at once
-#: (``Scan._scan_group``): 1, 2, 4, ... batches, each group at most this many rows (16 of
-#: the usual 64Ki-row messages) and batches
+#: (``Scan._scan_group``): the first batch alone, then groups of at most this many rows (16
+#: of the usual 64Ki-row messages), batches and estimated decoded bytes of the columns used
 GROUP_ROWS = 1 << 20
 GROUP_BATCHES = 64
+GROUP_BYTES = 128 << 20
 
 
 def _is_glob(s: str) -> bool:
@@ -214,6 +215,7 @@ class Scan:
                 # many rows decoded as it took
                 grouped = (remaining is None and isinstance(d, dt.Struct)
                            and bool(self._schema.names))
+                group_rows = self._group_rows() if grouped else 0
                 group: list[Any] = []
                 rows = 0
                 want = 1
@@ -256,7 +258,7 @@ class Scan:
                             raise
                         group.append((batch, arr))
                         rows += len(arr)
-                        if rows >= GROUP_ROWS or len(group) >= want:
+                        if rows >= group_rows or len(group) >= want:
                             for out in self._scan_group(group, reader):
                                 yield from emit(out)
                             group, rows, want = [], 0, GROUP_BATCHES
@@ -270,6 +272,21 @@ class Scan:
                 with stats._lock:
                     stats.bytes_read += reader._dec.position
                 reader.close()
+
+    def _group_rows(self) -> int:
+        """Rows per group: ``GROUP_ROWS``, fewer for wide rows (``GROUP_BYTES`` of the
+        columns the scan uses, strings counted as 32 bytes: a group is decoded at once)."""
+        from .encodings.constant import _estimate_width
+
+        d = self._dtype
+        assert isinstance(d, dt.Struct)
+        used = set(self._schema.names) | (self.filter.columns() if self.filter is not None else set())
+        width = 0
+        for n in used:
+            f = d.field(n)
+            s = f.storage if isinstance(f, dt.Extension) else f
+            width += 32 if isinstance(s, (dt.Utf8, dt.Binary, dt.List)) else _estimate_width(f)
+        return max(1, min(GROUP_ROWS, GROUP_BYTES // max(width, 1)))
 
     def _pruned(self, arr: Array, batch: Any, reader: StreamReader) -> bool:
         """True (and counted) when the filter's statistics rule the whole batch out."""
