@@ -336,3 +336,20 @@ def test_groups_of_wide_rows_are_smaller(monkeypatch) -> None:
     # the first batch alone, then groups that stop once they reach 3000 rows
     assert [b.num_rows for b in got] == [1024, 3072, 3072, 3072, 2048]
     assert pa.Table.from_batches(got).equals(t)
+
+
+@pytest.mark.parametrize("offset", [0, 5, 2048 + 3, 10**6])
+def test_grouped_scans_skip_an_offset_like_ungrouped_ones(offset, monkeypatch) -> None:
+    scan_mod = sys.modules["vortex_io.scan"]
+    t = _table(8 * 2048, 4, 0.05)
+    buf = io.BytesIO()
+    vio.write_ipc(buf, t, compress=True, chunk_rows=2048)
+    data = buf.getvalue()
+    for e in (None, col("sym") == "AAPL"):
+        grouped = vio.scan(data, filter=e, offset=offset).to_arrow()
+        monkeypatch.setattr(scan_mod, "GROUP_BATCHES", 1)
+        single = vio.scan(data, filter=e, offset=offset).to_arrow()
+        monkeypatch.undo()
+        assert grouped.equals(single)
+        want = t if e is None else t.filter(pc.field("sym") == "AAPL")
+        assert grouped.equals(want.slice(min(offset, want.num_rows)))
