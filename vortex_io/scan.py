@@ -210,9 +210,9 @@ class Scan:
                     raise VortexIPCError(
                         f"stream dtype {reader.dtype!r} differs from the first source's {d!r}",
                         source=str(src) if isinstance(src, (str, os.PathLike)) else None)
-                # without a limit, consecutive batches are scanned as groups (_scan_group)
-                # of 1, 2, 4, ... batches: a consumer that stops early has had about as
-                # many rows decoded as it took
+                # without a limit, consecutive batches are scanned as groups (_scan_group):
+                # the first alone (a consumer that stops after it has had no more decoded),
+                # then up to GROUP_BATCHES batches / _group_rows() rows
                 grouped = (remaining is None and isinstance(d, dt.Struct)
                            and bool(self._schema.names))
                 group_rows = self._group_rows() if grouped else 0
