@@ -154,7 +154,6 @@ class ALPEncoding(Encoding):
             strict_patch_positions(m.patches, arr.children[1], n, "vortex.alp")
             out, pmask = apply_patches(out, None, m.patches, arr.children[1], arr.children[2], n)
             if pmask is not None:  # patch values carry nulls: a row is valid if both say so
-
                 base = validity_mask(vchild, n)
                 vchild = bool_array(pmask if base is None else base & pmask)
         return primitive_array(out, vchild, nullable=arr.dtype.nullable, ptype=p)

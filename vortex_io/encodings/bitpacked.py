@@ -331,7 +331,6 @@ def bitpacked_take(arr: Array, indices: Any) -> Array:
     vals, valid = _take_values(arr, idx)
     validity = None
     if BITPACKED._validity_child(arr) is not None:
-
         validity = bool_array(np.ones(len(idx), np.bool_) if valid is None else valid)
     return primitive_array(vals, validity, nullable=arr.dtype.nullable)
 

@@ -49,7 +49,6 @@ def _part(a: Array, n: int, what: str) -> np.ndarray | int:
     """The seconds or subseconds child: an int when it is a (non-null) constant, else its
     values (integers without nulls)."""
     if a.encoding == "vortex.constant" and isinstance(a.dtype, dt.Primitive) and a.dtype.ptype.is_int:
-
         v = constant_value(a)
         if v is not None:
             if len(a) != n:

@@ -457,10 +457,8 @@ def take_canonical(values: Array, idx: np.ndarray, valid: np.ndarray | None = No
         m = _combine(vmask[idx] if vmask is not None else None, valid)
         return bool_array(vals[idx], _with_validity(m), nullable=d.nullable)
     if enc == "vortex.null":
-
         return null_array(n)
     if enc == "vortex.ext" and isinstance(d, dt.Extension):
-
         return ext_array(d, take_canonical(values.children[0].canonical(), idx, valid, d.storage,
                                            limits=limits))
     return _take_arrow(values, idx, valid, d, limits)

@@ -219,12 +219,10 @@ def rle_encode(array: Array) -> Array:
     ip = dt.PType.U8 if nchunks == 0 or int(local.max(initial=0)) < 256 else dt.PType.U16
     validity = None
     if mask is not None:
-
         pm = np.zeros(nchunks * 1024, dtype=np.bool_)
         pm[:n] = mask
         validity = bool_array(pm)
     elif c.dtype.nullable:
-
         pm = np.zeros(nchunks * 1024, dtype=np.bool_)
         pm[:n] = True
         validity = bool_array(pm)

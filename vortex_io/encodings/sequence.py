@@ -128,7 +128,6 @@ class SequenceEncoding(Encoding):
         if mult < 0:  # mirror: -x is increasing; x op v <=> -x FLIP[op] -v
             base, mult, v, op = -base, -mult, -v, FLIP[op]
         if mult == 0:
-
             return (0, n, True) if py_compare(base, v, op) else (0, 0, True)
         # values are increasing: the first row >= v and the first row > v
         ge = min(max(-((base - v) // mult), 0), n)  # ceil((v - base) / mult)

@@ -307,7 +307,6 @@ def sparse_encode(array: Any, fill: Any = None) -> Array:
         if isinstance(d, dt.Primitive):
             values = primitive_array(vals[pos], _with_validity(pv), nullable=d.nullable, ptype=d.ptype)
         else:
-
             values = bool_array(vals[pos], _with_validity(pv), nullable=d.nullable)
     elif isinstance(d, (dt.Utf8, dt.Binary)):
         a = c.to_arrow()
