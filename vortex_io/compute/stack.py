@@ -32,8 +32,8 @@ from .. import _memory
 from .. import dtype as dt
 from ..array import Array
 
-__all__ = ["concat", "join_masks", "row_starts", "stack", "stack_any", "stack_canonical", "stack_key", "stack_runs",
-           "stack_validity"]
+__all__ = ["concat", "join_masks", "row_starts", "stack", "stack_any", "stack_canonical",
+           "stack_equal", "stack_key", "stack_runs", "stack_validity"]
 
 
 def stack_key(a: Array) -> Hashable | None:
@@ -51,6 +51,14 @@ def stack(arrays: Sequence[Array]) -> Array:
     k = stack_key(arrays[0])
     if k is None or any(stack_key(a) != k for a in arrays[1:]):
         raise ValueError("stack() needs arrays of one stack key")
+    return stack_equal(arrays)
+
+
+def stack_equal(arrays: Sequence[Array]) -> Array:
+    """``stack`` for arrays whose keys are already known equal (by ``stack_runs``, or in an
+    ``Encoding.stack``: a key covers its children's keys), without computing them again."""
+    if len(arrays) == 1:
+        return arrays[0]
     return _with_limits(arrays[0].vtable.stack(arrays), arrays[0])
 
 
@@ -73,7 +81,7 @@ def stack_runs(arrays: Sequence[Array]) -> list[Array]:
     for a in arrays:
         k = stack_key(a)
         if run and (k is None or k != key):
-            out.append(stack(run))
+            out.append(stack_equal(run))
             run = []
         if k is None:
             out.append(a)
@@ -81,7 +89,7 @@ def stack_runs(arrays: Sequence[Array]) -> list[Array]:
             run.append(a)
             key = k
     if run:
-        out.append(stack(run))
+        out.append(stack_equal(run))
     return out
 
 
@@ -124,7 +132,7 @@ def stack_any(arrays: Sequence[Array], dtype: dt.DType) -> Array:
     """The arrays as one: stacked when their keys allow, else ``stack_canonical``."""
     k = stack_key(arrays[0])
     if k is not None and all(stack_key(a) == k for a in arrays[1:]):
-        return stack(arrays)
+        return stack_equal(arrays)
     return stack_canonical(arrays, dtype)
 
 

@@ -34,7 +34,7 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import OPS, broadcast, decoded, isin_values, np_literal, validity
-from ..compute.stack import row_starts, stack, stack_key
+from ..compute.stack import row_starts, stack_equal, stack_key
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
 from ._common import validity_mask
@@ -349,7 +349,7 @@ class ALPEncoding(Encoding):
             parts.append((int(s), pos, a.children[2], np.arange(len(pos))))
         raw = stack_patches(parts, first.dtype)
         patches = None if raw is None else (PatchesMeta.decode(raw[0], "vortex.alp"), raw[1])
-        enc = stack([a.children[0] for a in arrays])
+        enc = stack_equal([a.children[0] for a in arrays])
         return alp_array(enc, first.meta.e, first.meta.f, patches, first.dtype)
 
     def describe(self, arr: Array) -> str:

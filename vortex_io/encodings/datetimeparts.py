@@ -23,7 +23,7 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..compute.kernels import compare_storage, take
 from ..compute.numeric import OPS, int_bounds, validity
-from ..compute.stack import stack, stack_key
+from ..compute.stack import stack_equal, stack_key
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of
@@ -140,7 +140,7 @@ class DateTimePartsEncoding(Encoding):
 
     def stack(self, arrays: Sequence[Array]) -> Array:
         first = arrays[0]
-        kids = [stack([a.children[i] for a in arrays]) for i in range(3)]
+        kids = [stack_equal([a.children[i] for a in arrays]) for i in range(3)]
         a = Array(self, first.dtype, len(kids[0]), metadata=first.metadata, children=kids)
         a._cache["meta"] = first.meta
         return a

@@ -34,7 +34,7 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..compute.kernels import take
 from ..compute.numeric import decoded
-from ..compute.stack import stack, stack_any, stack_key, stack_validity
+from ..compute.stack import stack_any, stack_equal, stack_key, stack_validity
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from . import fastlanes_layout as fl
@@ -276,7 +276,7 @@ class DeltaEncoding(Encoding):
     def stack(self, arrays: Sequence[Array]) -> Array:
         first = arrays[0]
         bases = stack_any([a.children[0] for a in arrays], first.children[0].dtype)
-        deltas = stack([a.children[1] for a in arrays])
+        deltas = stack_equal([a.children[1] for a in arrays])
         validity = stack_validity([a.children[2] if len(a.children) > 2 else None for a in arrays],
                                   [len(a) for a in arrays])
         return delta_array(bases, deltas, 0, len(deltas), first.dtype, validity)

@@ -30,7 +30,7 @@ from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_en
 from ..arrow import from_arrow, string_view_enabled
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import broadcast, decoded, int_bounds, validity, with_validity
-from ..compute.stack import row_starts, stack, stack_any, stack_key
+from ..compute.stack import row_starts, stack_any, stack_equal, stack_key
 from ..errors import MalformedStreamError, UnsupportedError
 from ..limits import DEFAULT_LIMITS, ReaderLimits, limits_of
 from ..proto import ProtoWriter, parse
@@ -281,7 +281,7 @@ class DictEncoding(Encoding):
 
         first = arrays[0]
         values = stack_any([a.children[1] for a in arrays], first.children[1].dtype)
-        codes = stack([a.children[0] for a in arrays])
+        codes = stack_equal([a.children[0] for a in arrays])
         before = row_starts([a.children[1] for a in arrays])
         p = codes.dtype.ptype
         for q in (dt.PType.U8, dt.PType.U16, dt.PType.U32, dt.PType.U64):

@@ -9,7 +9,7 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..compute.kernels import compare_storage, is_in_storage, take, take_arrow
 from ..compute.numeric import validity
-from ..compute.stack import stack, stack_key
+from ..compute.stack import stack_equal, stack_key
 from ..errors import MalformedStreamError
 
 
@@ -66,7 +66,7 @@ class ExtEncoding(Encoding):
         return None if k is None else (self.id, arr.dtype, k)
 
     def stack(self, arrays: Sequence[Array]) -> Array:
-        return ext_array(arrays[0].dtype, stack([a.children[0] for a in arrays]))
+        return ext_array(arrays[0].dtype, stack_equal([a.children[0] for a in arrays]))
 
     def child_names(self, arr: Array) -> list[str]:
         return ["storage"]

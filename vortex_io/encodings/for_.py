@@ -26,7 +26,7 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import bound_answer, broadcast, int_bounds, validity
-from ..compute.stack import row_starts, stack, stack_key
+from ..compute.stack import row_starts, stack_equal, stack_key
 from ..errors import MalformedStreamError
 from ..scalar import Scalar
 from . import fastlanes_layout as fl
@@ -145,7 +145,7 @@ class FoREncoding(Encoding):
         return None if k is None else (self.id, arr.dtype, k)
 
     def stack(self, arrays: Sequence[Array]) -> Array:
-        child = stack([a.children[0] for a in arrays])
+        child = stack_equal([a.children[0] for a in arrays])
         refs = [a.meta for a in arrays]
         d = arrays[0].dtype
         if all(r == refs[0] for r in refs):

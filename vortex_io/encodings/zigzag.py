@@ -21,7 +21,7 @@ import numpy as np
 from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
-from ..compute.stack import stack, stack_key
+from ..compute.stack import stack_equal, stack_key
 from ..errors import MalformedStreamError
 from .primitive import primitive_array, primitive_values
 
@@ -87,7 +87,7 @@ class ZigZagEncoding(Encoding):
         return None if k is None else (self.id, arr.dtype, k)
 
     def stack(self, arrays: Sequence[Array]) -> Array:
-        return zigzag_array(stack([a.children[0] for a in arrays]), arrays[0].dtype)
+        return zigzag_array(stack_equal([a.children[0] for a in arrays]), arrays[0].dtype)
 
     def child_names(self, arr: Array) -> list[str]:
         return ["encoded"]
