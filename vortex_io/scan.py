@@ -22,7 +22,7 @@ from __future__ import annotations
 import glob as _glob
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -386,12 +386,21 @@ class Scan:
                 idx = np.flatnonzero(mask_true(evaluate(self.filter, batch)))
             if len(idx) == 0:
                 return pa.RecordBatch.from_pylist([], schema=schema)
+        return self._output(lambda nm: _select_runs(column(nm), idx), idx)
+
+    def _output(self, select: Callable[[str], Any], idx: np.ndarray | None) -> Any:
+        """The RecordBatch of the schema's columns for the rows ``idx`` (all when None):
+        columns an equality conjunct pins repeat its literal, the others are
+        ``select(name)``."""
+        import pyarrow as pa
+
         if self._pinned is None:
-            self._pinned = _pinned_values(self.filter, d, schema) if idx is not None else {}
+            self._pinned = (_pinned_values(self.filter, self._dtype, self._schema)
+                            if idx is not None else {})
         pinned = self._pinned
         cols = [pa.repeat(pinned[nm], len(idx)) if nm in pinned and idx is not None
-                else _select_runs(column(nm), idx) for nm in schema.names]
-        return pa.RecordBatch.from_arrays(cols, schema=schema)
+                else select(nm) for nm in self._schema.names]
+        return pa.RecordBatch.from_arrays(cols, schema=self._schema)
 
     def _scan_chunk(self, arr: Array, remaining: int | None) -> Any:
         """The selected rows of one chunk as a RecordBatch, or None when pruned."""
@@ -427,12 +436,7 @@ class Scan:
             k = n if idx is None else len(idx)
             return pa.RecordBatch.from_struct_array(pa.StructArray.from_arrays([], names=[]).slice(0, 0)) \
                 if k == 0 else pa.record_batch([pa.nulls(k)], names=["_"]).select([])
-        if self._pinned is None:
-            self._pinned = _pinned_values(self.filter, self._dtype, schema) if idx is not None else {}
-        pinned = self._pinned
-        cols = [pa.repeat(pinned[nm], len(idx)) if nm in pinned and idx is not None
-                else _select(arr.field(nm), idx) for nm in names]
-        return pa.RecordBatch.from_arrays(cols, schema=schema)
+        return self._output(lambda nm: _select(arr.field(nm), idx), idx)
 
     def to_arrow(self) -> Any:
         """All matching rows as a ``pyarrow.Table``."""
