@@ -9,8 +9,12 @@ FUZZ_MUTATIONS ?= 10000
 
 .PHONY: demo test bench bench-memory lint fuzz fuzz-mutations clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+NATIVE_SRC := native/CMakeLists.txt $(wildcard native/src/*.cpp native/src/*.h)
+
+# (re)installs when pyproject.toml or the native sources change: pip builds the C++
+# extension with scikit-build-core (incrementally, in build/)
+$(STAMP): pyproject.toml $(NATIVE_SRC)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
@@ -21,8 +25,10 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check vortex_io tests bench
 
+# the suite twice: with the native core, and with the numpy reference (VORTEX_IO_NATIVE=0)
 test: $(STAMP) lint
 	$(PY) -m pytest -q -n 2 tests --doctest-modules vortex_io
+	VORTEX_IO_NATIVE=0 $(PY) -m pytest -q -n 2 tests --doctest-modules vortex_io
 
 bench: $(STAMP)
 	$(PY) bench/run.py

@@ -14,6 +14,7 @@ import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from .. import _native_glue as ng
 from .. import dtype as dt
 from ..array import Array
 from ..errors import MalformedStreamError, VortexIPCError
@@ -87,6 +88,10 @@ class _Done:
 
 #: batches with fewer rows decode on the calling thread even when ``threads`` > 1
 THREAD_MIN_ROWS = 1 << 18
+
+#: the native core decodes up to this many messages (or bytes of bodies) in one call
+NATIVE_WINDOW_MESSAGES = 64
+NATIVE_WINDOW_BYTES = 64 << 20
 
 
 def _canonical_tree(a: Array) -> bool:
@@ -293,6 +298,8 @@ class StreamReader:
         """
         from ..arrow import string_view_output
 
+        if ng.enabled():
+            return self._read_arrow_native(string_view, ng.decode_threads(threads))
         n = _decode_threads(threads)
         with string_view_output(string_view):
             if n <= 1:
@@ -301,6 +308,126 @@ class StreamReader:
 
             with ThreadPoolExecutor(max_workers=n, thread_name_prefix="vortex_io-decode") as ex:
                 return self._read_arrow(ex)
+
+    def _native_windows(self) -> Iterator[tuple[list[Message], VortexIPCError | None]]:
+        """The remaining Array messages in windows for the native core (up to
+        ``NATIVE_WINDOW`` messages or bytes of bodies), each with the error that ended the
+        stream after it, if any (errors come after the batches before them)."""
+        msgs: list[Message] = []
+        size = 0
+        while True:
+            try:
+                m = None if self._done else self._next_message()
+                if m is None:
+                    self._done = True
+                    self._src.close()
+                else:
+                    _check_stream_message(m)
+            except VortexIPCError as e:
+                self._done = True
+                yield msgs, e.locate(source=self._src.name)
+                return
+            if m is None:
+                if msgs:
+                    yield msgs, None
+                return
+            msgs.append(m)
+            size += m.body.nbytes
+            if len(msgs) >= NATIVE_WINDOW_MESSAGES or size >= NATIVE_WINDOW_BYTES:
+                yield msgs, None
+                msgs, size = [], 0
+
+    def _native_batches(self, fields: list[int] | None, string_view: bool, threads: int
+                        ) -> Iterator[tuple[Message, list[Any]]]:
+        """(message, its decoded columns as Arrow arrays) for every remaining message:
+        decoded by the native core on ``threads`` threads, a window of messages at a time;
+        columns it hands back (encodings only Python knows) decoded here. ``fields``: the
+        root struct's fields (None: each message's whole array, one column)."""
+        import pyarrow as pa
+
+        from ..arrow import dtype_to_arrow, string_view_output
+
+        d = self.dtype
+        s = ng.stream(d, self.limits)
+        with string_view_output(string_view):
+            if fields is None:
+                types = [dtype_to_arrow(d)]
+            else:
+                types = [dtype_to_arrow(d.dtypes[i]) for i in fields]  # type: ignore[attr-defined]
+        caps = [t.__arrow_c_schema__ for t in types]
+        imp = pa.Array._import_from_c_capsule
+        for msgs, err in self._native_windows():
+            if msgs:
+                res = s.decode([(m.body, m.header.row_count, m.header.encodings,
+                                 ng.known_flags(m.header.encodings)) for m in msgs],
+                               fields, string_view, threads)
+                for m, r in zip(msgs, res):
+                    if r[0] == "err":
+                        self._done = True
+                        self._src.close()
+                        raise ng.error_of(r[1], r[2]).locate(
+                            message_index=m.index, offset=m.offset, source=self._src.name)
+                    cols = r[1]
+                    out = [None if c is None else imp(cap(), c) for c, cap in zip(cols, caps)]
+                    if any(c is None for c in out):
+                        out = self._python_columns(m, fields, out, string_view)
+                    yield m, out
+            if err is not None:
+                raise err
+
+    def _python_columns(self, m: Message, fields: list[int] | None, out: list[Any],
+                        string_view: bool) -> list[Any]:
+        """The columns the native core left to Python (subtrees of encodings it does not
+        know), decoded by the Python implementation."""
+        import pyarrow as pa
+
+        from ..arrow import string_view_output
+
+        try:
+            with string_view_output(string_view):
+                arr = m.array(self.dtype, self.limits, self._plans, lazy=fields is not None)
+                for j, c in enumerate(out):
+                    if c is not None:
+                        continue
+                    if fields is None:
+                        a = arr.to_arrow()
+                    else:
+                        a = arr.field(self.dtype.names[fields[j]]).to_arrow()  # type: ignore[attr-defined]
+                    if isinstance(a, pa.ChunkedArray):
+                        a = a.combine_chunks()
+                    out[j] = a
+        except VortexIPCError as e:
+            self._done = True
+            self._src.close()
+            raise e.locate(message_index=m.index, offset=m.offset, source=self._src.name) from None
+        return out
+
+    def _read_arrow_native(self, string_view: bool, threads: int) -> Any:
+        import pyarrow as pa
+
+        from ..arrow import string_view_output
+
+        d = self.dtype
+        with string_view_output(string_view):
+            schema = self.schema
+            dtype_type = d.to_arrow()
+        table = isinstance(d, dt.Struct) and not d.nullable
+        fields = list(range(len(d.dtypes))) if table and d.names else None  # type: ignore[attr-defined]
+        if table and fields is None:  # a struct of no columns: rows only
+            rows = []
+            for b in self:
+                rows.append(pa.RecordBatch.from_struct_array(
+                    pa.StructArray.from_arrays([], names=[]).slice(0, 0)) if len(b.array) == 0
+                    else b.to_arrow())
+            return pa.Table.from_batches(rows, schema=schema)
+        cols: list[list[Any]] = [[] for _ in (fields or [0])]
+        for _, out in self._native_batches(fields, string_view, threads):
+            for col, a in zip(cols, out):
+                col.append(a)
+        if fields is None:
+            return pa.chunked_array(cols[0], type=dtype_type)
+        return pa.Table.from_arrays(
+            [pa.chunked_array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
 
     def _read_arrow(self, pool: Any) -> Any:
         import pyarrow as pa

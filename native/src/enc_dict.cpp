@@ -1,0 +1,314 @@
+// vortex.dict: integer codes into a dictionary of values of any dtype (mirrors
+// encodings/dict_.py). Predicates run on the values and map through the codes; decoding
+// gathers the values (strings as 16-byte views when string_view output is asked for: no
+// string bytes are copied).
+#include <algorithm>
+#include <limits>
+
+#include "enc_util.h"
+
+namespace vx {
+namespace {
+
+struct DictMeta : MetaBase {
+  uint64_t values_len = 0;
+  PType codes_ptype = PType::U8;
+  std::optional<bool> is_nullable_codes;
+};
+
+// codes as in-range u32 indices (checked_indices): a code out of [0, bound) at a valid row
+// is an error; under a null it reads as 0
+Buf checked_codes(const Col& codes, uint64_t bound, const char* what) {
+  uint64_t n = codes.len;
+  Buf out = alloc(size_t(4 * n));
+  uint32_t* o = out.mut<uint32_t>();
+  const uint8_t* valid = codes.validity.empty() ? nullptr : codes.validity.data();
+  bool bad = false;
+  with_int_ptype(codes.ptype, [&](auto t) {
+    using T = decltype(t);
+    const T* v = codes.vals<T>();
+    for (uint64_t i = 0; i < n; i++) {
+      i128 x = i128(v[i]);
+      if (x < 0 || x >= i128(bound)) {
+        if (!valid || get_bit(valid, i)) bad = true;
+        o[i] = 0;
+      } else {
+        o[i] = uint32_t(x);
+      }
+    }
+  });
+  if (bad) malformed(what, ": a code falls outside the ", bound, " values");
+  return out;
+}
+
+// Codes in range (a code out of [0, bound) at a valid row is an error: checked_indices);
+// `bad` positions under nulls read as 0.
+template <class C>
+bool codes_in_range(const C* codes, uint64_t n, uint64_t bound, const uint8_t* valid) {
+  bool ok = true;
+  if constexpr (std::is_unsigned_v<C>) {
+    if (bound > uint64_t(std::numeric_limits<C>::max())) return true;
+    C b = C(bound);
+    for (uint64_t i = 0; i < n; i++) ok &= codes[i] < b;
+  } else {
+    for (uint64_t i = 0; i < n; i++) ok &= codes[i] >= 0 && uint64_t(codes[i]) < bound;
+  }
+  if (ok) return true;
+  for (uint64_t i = 0; i < n; i++) {
+    i128 x = i128(codes[i]);
+    if ((x < 0 || x >= i128(bound)) && (!valid || get_bit(valid, i)))
+      malformed("vortex.dict codes: a code falls outside the ", bound, " values");
+  }
+  return false;
+}
+
+// the code at i, or 0 where it is out of range (only under nulls, checked before)
+template <class C>
+inline uint64_t code_at(const C* codes, uint64_t i, uint64_t bound, bool all_in) {
+  if (all_in) return uint64_t(codes[i]);
+  i128 x = i128(codes[i]);
+  return (x < 0 || x >= i128(bound)) ? 0 : uint64_t(x);
+}
+
+// values[codes] with the codes' validity combined in
+Col gather(const Col& values, const Col& codes, const DType& d, Ctx& c) {
+  const uint64_t k = codes.len;
+  const uint64_t nv = values.len;
+  const uint8_t* cvalid = codes.validity.empty() ? nullptr : codes.validity.data();
+  Col out;
+  with_int_ptype(codes.ptype, [&](auto ct) {
+    using C = decltype(ct);
+    const C* cd = codes.vals<C>();
+    bool all_in = codes_in_range<C>(cd, k, nv, cvalid);
+    auto code = [&](uint64_t i) { return code_at<C>(cd, i, nv, all_in); };
+    switch (values.layout) {
+      case Layout::Prim: {
+        int w = ptype_width(values.ptype);
+        out = prim_col(values.ptype, alloc(size_t(k) * size_t(w)), k);
+        auto g = [&](auto t) {
+          using T = decltype(t);
+          const T* s = values.vals<T>();
+          T* o = out.values.mut<T>();
+          for (uint64_t i = 0; i < k; i++) o[i] = s[code(i)];
+        };
+        if (w == 1) g(uint8_t{});
+        else if (w == 2) g(uint16_t{});
+        else if (w == 4) g(uint32_t{});
+        else g(uint64_t{});
+        break;
+      }
+      case Layout::String: {
+        const int32_t* so = values.offsets.as<int32_t>();
+        if (c.string_view) {
+          Col views = to_views(values);
+          out = views;
+          out.len = k;
+          out.values = alloc(size_t(16 * k));
+          const uint8_t* vs = views.values.data();
+          for (uint64_t i = 0; i < k; i++) std::memcpy(out.values.ptr + 16 * i, vs + 16 * code(i), 16);
+          break;
+        }
+        uint64_t total = 0;
+        for (uint64_t i = 0; i < k; i++) {
+          uint64_t x = code(i);
+          total += uint64_t(so[x + 1] - so[x]);
+        }
+        check_decoded(c.lim, total, cat("gather of ", k, " strings"));
+        if (total > 0x7FFFFFFF) unsupported("a gather of more than 2 GiB of strings");
+        out.layout = Layout::String;
+        out.len = k;
+        out.offsets = alloc(size_t(4 * (k + 1)));
+        int32_t* oo = out.offsets.mut<int32_t>();
+        oo[0] = 0;
+        int32_t maxlen = 0;
+        for (uint64_t j = 0; j < nv; j++) maxlen = std::max(maxlen, so[j + 1] - so[j]);
+        const uint8_t* src = values.values.data();
+        if (maxlen <= 16) {
+          // short values: copy 16 bytes a row from a padded copy, whatever their length
+          size_t span = size_t(so[nv] - so[0]);
+          Buf padded = alloc(span + 16);
+          if (span) std::memcpy(padded.ptr, src + so[0], span);
+          std::memset(padded.ptr + span, 0, 16);
+          const uint8_t* p = padded.data() - so[0];
+          Buf data = alloc(size_t(total) + 16);
+          uint8_t* dd = data.ptr;
+          int32_t pos = 0;
+          for (uint64_t i = 0; i < k; i++) {
+            uint64_t x = code(i);
+            int32_t a = so[x];
+            std::memcpy(dd + pos, p + a, 16);
+            pos += so[x + 1] - a;
+            oo[i + 1] = pos;
+          }
+          out.values = data.slice(0, size_t(total));
+        } else {
+          out.values = alloc(size_t(total));
+          int32_t pos = 0;
+          for (uint64_t i = 0; i < k; i++) {
+            uint64_t x = code(i);
+            int32_t a = so[x], len = so[x + 1] - a;
+            if (len) std::memcpy(out.values.ptr + pos, src + a, size_t(len));
+            pos += len;
+            oo[i + 1] = pos;
+          }
+        }
+        out.validity = values.validity.empty() ? Buf() : values.validity;  // gathered below
+        break;
+      }
+      case Layout::View: {
+        out = values;
+        out.len = k;
+        out.values = alloc(size_t(16 * k));
+        const uint8_t* vs = values.values.data();
+        for (uint64_t i = 0; i < k; i++) std::memcpy(out.values.ptr + 16 * i, vs + 16 * code(i), 16);
+        break;
+      }
+      default: {
+        std::vector<uint32_t> idx(static_cast<size_t>(k));
+        for (uint64_t i = 0; i < k; i++) idx[size_t(i)] = uint32_t(code(i));
+        out = take_col(values, idx.data(), size_t(k));
+        return;  // (validity gathered by take_col)
+      }
+    }
+    // validity: the values' (gathered) and the codes'
+    Buf v;
+    if (!values.validity.empty()) {
+      const uint8_t* vv = values.validity.data();
+      v = alloc_zeroed(bitmap_bytes(k));
+      for (uint64_t i = 0; i < k; i++)
+        if (get_bit(vv, code(i))) set_bit(v.ptr, i);
+    }
+    out.validity = v;
+  });
+  if (cvalid) {
+    if (out.validity.empty()) {
+      out.validity = bitmap_from(cvalid, 0, k);
+    } else {
+      uint8_t* o = out.validity.ptr;
+      for (size_t i = 0; i < size_t((k + 7) >> 3); i++) o[i] &= cvalid[i];
+    }
+  }
+  out.null_count = -1;
+  normalize_validity(out);
+  (void)d;
+  return out;
+}
+
+class DictEnc : public Encoding {
+ public:
+  DictEnc() : Encoding("vortex.dict") {}
+  void parse(Node& n, Tree&) const override {
+    auto f = proto::parse(n.metadata, "DictMetadata");
+    DictMeta& m = make_meta<DictMeta>(n);
+    m.values_len = f.get_uint(1, 0, 32);
+    m.codes_ptype = int_ptype_of(f.get_uint(2, 0), "vortex.dict codes");
+    m.is_nullable_codes = f.get_bool(3);
+    (void)f.get_bool(4);
+  }
+  void child_specs(Node& n, Tree& t) const override {
+    if (n.nchildren() != 2) malformed("vortex.dict takes 2 children (codes, values), got ", n.nchildren());
+    const auto& m = n.m<DictMeta>();
+    bool nullable_codes = m.is_nullable_codes.value_or(n.dtype->nullable);
+    if (nullable_codes && !n.dtype->nullable)
+      malformed("vortex.dict: nullable codes for a non-nullable ", dtype_repr(*n.dtype));
+    (void)t;
+    n.specs.push_back({prim(m.codes_ptype, nullable_codes), n.len});
+    n.specs.push_back({n.dtype, m.values_len});
+  }
+  void validate(Node& n, Tree& t) const override {
+    const auto& m = n.m<DictMeta>();
+    if (m.values_len == 0 && n.len && !n.child(0).dtype->nullable)
+      malformed("vortex.dict: ", n.len, " non-null codes into an empty dictionary");
+    check_decoded(t.limits, sat_mul(n.len, estimate_width(*n.dtype)), cat("vortex.dict of ", n.len, " rows"));
+  }
+
+  static Col codes_of(const Node& n, Ctx& c) {
+    Col codes = vx::decode(n.child(0), c);
+    if (codes.layout != Layout::Prim || !ptype_is_int(codes.ptype))
+      malformed("vortex.dict codes must be integers, not ", dtype_repr(*n.child(0).dtype));
+    return codes;
+  }
+
+  static Col from_codes(const Node& n, const Col& codes, Ctx& c) {
+    uint64_t k = codes.len;
+    if (!codes.validity.empty() && count_ones(codes.validity.data(), k) == 0) {
+      checked_codes(codes, n.child(1).len, "vortex.dict codes");
+      Scalar null;
+      return repeat_scalar(null, *n.dtype, k, c);
+    }
+    Col values = vx::decode(n.child(1), c);
+    if (values.len != n.child(1).len) malformed("vortex.dict values decoded to ", values.len, " rows");
+    return gather(values, codes, *n.dtype, c);
+  }
+
+  Col decode(const Node& n, Ctx& c) const override { return from_codes(n, codes_of(n, c), c); }
+
+  bool take(const Node& n, const uint32_t* idx, size_t k, Col& out, Ctx& c) const override {
+    Col codes = vx::take(n.child(0), idx, k, c);
+    if (codes.layout != Layout::Prim || !ptype_is_int(codes.ptype))
+      malformed("vortex.dict codes must be integers, not ", dtype_repr(*n.child(0).dtype));
+    out = from_codes(n, codes, c);
+    return true;
+  }
+
+  bool validity(const Node& n, Buf& out, Ctx& c) const override {
+    const Node& values = n.child(1);
+    Buf vv = values.dtype->nullable ? node_validity(values, c) : Buf();
+    if (vv.empty()) {
+      out = n.child(0).dtype->nullable ? node_validity(n.child(0), c) : Buf();
+      return true;
+    }
+    Col codes = codes_of(n, c);
+    Buf idx = checked_codes(codes, values.len, "vortex.dict codes");
+    Buf m = take_bits(vv.data(), idx.as<uint32_t>(), size_t(n.len));
+    if (!codes.validity.empty()) {
+      const uint8_t* q = codes.validity.data();
+      for (size_t i = 0; i < size_t((n.len + 7) >> 3); i++) m.ptr[i] &= q[i];
+    }
+    out = count_ones(m.data(), n.len) == n.len ? Buf() : m;
+    return true;
+  }
+
+  bool int_bounds(const Node& n, i128& lo, i128& hi, Ctx& c) const override {
+    const Node& v = n.child(1);
+    return v.enc && v.len && v.enc->int_bounds(v, lo, hi, c);
+  }
+
+  // a per-value Mask mapped to the rows (_map)
+  static Mask map(const Node& n, const Mask& hit, Ctx& c) {
+    uint64_t nv = hit.len;
+    uint64_t ones = count_ones(hit.vals.data(), nv);
+    bool hit_all_valid = hit.valid.empty() || count_ones(hit.valid.data(), nv) == nv;
+    if (hit_all_valid && (ones == 0 || ones == nv)) {
+      Buf cv = n.child(0).dtype->nullable ? node_validity(n.child(0), c) : Buf();
+      return mask_broadcast(n.len, ones != 0, cv);
+    }
+    Col codes = codes_of(n, c);
+    Buf idx = checked_codes(codes, nv, "vortex.dict codes");
+    const uint32_t* ix = idx.as<uint32_t>();
+    Buf vals = take_bits(hit.vals.data(), ix, size_t(n.len));
+    Buf valid = codes.validity.empty() ? Buf() : bitmap_from(codes.validity.data(), 0, n.len);
+    if (!hit_all_valid) {
+      Buf hv = take_bits(hit.valid.data(), ix, size_t(n.len));
+      if (valid.empty()) {
+        valid = hv;
+      } else {
+        for (size_t i = 0; i < size_t((n.len + 7) >> 3); i++) valid.ptr[i] &= hv.ptr[i];
+      }
+    }
+    return with_validity(vals, valid, n.len);
+  }
+
+  bool compare(const Node& n, const Lit& v, Op op, Mask& out, Ctx& c) const override {
+    out = map(n, vx::compare(n.child(1), v, op, c), c);
+    return true;
+  }
+  bool is_in(const Node& n, const std::vector<Lit>& v, Mask& out, Ctx& c) const override {
+    out = map(n, vx::is_in(n.child(1), v, c), c);
+    return true;
+  }
+};
+REGISTER_ENCODING(DictEnc);
+
+}  // namespace
+}  // namespace vx

@@ -1,0 +1,55 @@
+// Helpers shared by the native encodings (the native twin of encodings/_common.py).
+#pragma once
+
+#include "kernels.h"
+#include "proto.h"
+
+namespace vx {
+
+// A (validity) child at index `i` when present
+inline const Node* opt_child(const Node& n, size_t i) {
+  return i < n.children.size() ? n.children[i] : nullptr;
+}
+
+// Buffer `i` holding at least `count` values of `width` bytes (typed_buffer/typed_view).
+inline const Buf& typed_buffer(const Node& n, size_t i, uint64_t count, int width, const char* tname) {
+  if (i >= n.buffers.size()) malformed(n.enc_id, ": buffer ", i, " is missing");
+  const Buf& b = n.buffers[i];
+  uint64_t need = sat_mul(count, uint64_t(width));
+  if (b.len < need)
+    malformed(n.enc_id, ": buffer of ", b.len, " bytes is too short for ", count, " x ", tname);
+  return b;
+}
+
+template <class M>
+M& make_meta(Node& n) {
+  auto m = std::make_unique<M>();
+  M& r = *m;
+  n.meta = std::move(m);
+  return r;
+}
+
+// A column of `n` values of T in fresh memory.
+template <class T>
+Col new_prim(PType p, uint64_t n) {
+  return prim_col(p, alloc(size_t(n * sizeof(T))), n);
+}
+
+// Widen/narrow integers of width `from` into T (sign- or zero-extending by `from_signed`).
+template <class T>
+void convert_ints(const Col& src, T* dst) {
+  with_int_ptype(src.ptype, [&](auto t) {
+    using S = decltype(t);
+    const S* s = src.vals<S>();
+    for (uint64_t i = 0; i < src.len; i++) dst[i] = T(s[i]);
+  });
+}
+
+// Integer offsets (any integer ptype) -> int32 Arrow offsets, checked: non-negative,
+// non-decreasing, the last at most `data_len` (check_offsets).
+Buf arrow_offsets(const Col& offsets, uint64_t data_len, const std::string& what, int64_t* first);
+
+// The Col of `n` copies of a scalar.
+Col repeat_scalar(const Scalar& s, const DType& d, uint64_t n, Ctx& c);
+
+}  // namespace vx

@@ -1,0 +1,120 @@
+#include "pool.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace vx {
+namespace {
+
+thread_local bool tl_in_worker = false;
+
+struct Job {
+  const std::function<void(size_t)>* fn = nullptr;
+  size_t n = 0;
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  int slots = 0;  // workers allowed to join
+};
+
+class Pool {
+ public:
+  static Pool& get() {
+    static Pool* p = new Pool();  // never destroyed (workers may outlive static destruction)
+    return *p;
+  }
+
+  void run(size_t n, int threads, const std::function<void(size_t)>& fn) {
+    auto job = std::make_shared<Job>();
+    job->fn = &fn;
+    job->n = n;
+    job->slots = threads - 1;
+    ensure_workers(threads - 1);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      jobs_.push_back(job);
+    }
+    cv_.notify_all();
+    work(*job);  // the caller takes tasks too
+    {
+      std::unique_lock<std::mutex> g(mu_);
+      done_cv_.wait(g, [&] { return job->done.load() == job->n; });
+      for (auto it = jobs_.begin(); it != jobs_.end(); ++it)
+        if (it->get() == job.get()) {
+          jobs_.erase(it);
+          break;
+        }
+    }
+  }
+
+ private:
+  void work(Job& j) {
+    while (true) {
+      size_t i = j.next.fetch_add(1);
+      if (i >= j.n) return;
+      (*j.fn)(i);
+      if (j.done.fetch_add(1) + 1 == j.n) {
+        std::lock_guard<std::mutex> g(mu_);
+        done_cv_.notify_all();
+      }
+    }
+  }
+
+  void ensure_workers(int k) {
+    std::lock_guard<std::mutex> g(mu_);
+    while (int(workers_.size()) < k) {
+      workers_.emplace_back([this] { loop(); });
+      workers_.back().detach();
+    }
+  }
+
+  void loop() {
+    tl_in_worker = true;
+    while (true) {
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock<std::mutex> g(mu_);
+        cv_.wait(g, [&] {
+          for (auto& j : jobs_)
+            if (j->slots > 0 && j->next.load() < j->n) return true;
+          return false;
+        });
+        for (auto& j : jobs_)
+          if (j->slots > 0 && j->next.load() < j->n) {
+            job = j;
+            j->slots--;
+            break;
+          }
+      }
+      if (job) work(*job);
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable done_cv_;
+  std::vector<std::shared_ptr<Job>> jobs_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace
+
+int hardware_threads() {
+  unsigned h = std::thread::hardware_concurrency();
+  return h ? int(h) : 1;
+}
+
+void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
+  if (threads > int(n)) threads = int(n);
+  if (threads <= 1 || tl_in_worker) {
+    for (size_t i = 0; i < n; i++) fn(i);
+    return;
+  }
+  Pool::get().run(n, threads, fn);
+}
+
+}  // namespace vx

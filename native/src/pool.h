@@ -1,0 +1,18 @@
+// A fixed pool of worker threads for data-parallel loops (messages, columns, chunks).
+//
+// `parallel_for(n, threads, fn)` runs fn(0..n-1) on up to `threads` threads (the caller
+// included) and returns when all are done. Tasks never touch Python. Nested calls from a
+// worker run inline, so kernels may use parallel_for freely. Results are written by index,
+// so the output never depends on scheduling.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace vx {
+
+void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn);
+// the number of hardware threads (at least 1)
+int hardware_threads();
+
+}  // namespace vx
