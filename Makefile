@@ -7,7 +7,7 @@ FUZZ_STAMP := $(VENV)/.fuzz-stamp
 FUZZ_SECONDS ?= 600
 FUZZ_MUTATIONS ?= 10000
 
-.PHONY: demo test bench bench-memory lint fuzz fuzz-mutations clean
+.PHONY: native demo test bench bench-memory lint fuzz fuzz-mutations clean
 
 NATIVE_SRC := native/CMakeLists.txt $(wildcard native/src/*.cpp native/src/*.h)
 
@@ -18,6 +18,11 @@ $(STAMP): pyproject.toml $(NATIVE_SRC)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# incremental rebuild of the C++ extension into the venv (development; make test reinstalls
+# it whenever the native sources changed anyway)
+native: $(STAMP)
+	$(PY) native/dev_build.py
 
 demo: $(STAMP)
 	$(PY) -m bench.demo

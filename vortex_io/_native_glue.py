@@ -55,6 +55,9 @@ def _load() -> Any:
 
 _native = _load()
 _off = 0  # use_native(False) depth
+_strict = 0  # strict() depth
+#: columns the native core handed back to the Python implementation (for tests and benchmarks)
+counters = {"python_columns": 0}
 
 
 def enabled() -> bool:
@@ -85,6 +88,25 @@ def native() -> Any:
 def reason() -> str:
     """Why the native core is off ("" when it is on)."""
     return _reason
+
+
+@contextlib.contextmanager
+def strict() -> Any:
+    """Within this block a column the native core hands back to Python raises
+    ``AssertionError`` (tests use it to prove a path is native end to end)."""
+    global _strict
+    _strict += 1
+    try:
+        yield
+    finally:
+        _strict -= 1
+
+
+def handed_back(what: str) -> None:
+    """Count a column the native core handed back (and refuse it in ``strict()``)."""
+    counters["python_columns"] += 1
+    if _strict:
+        raise AssertionError(f"the native core handed {what} back to Python")
 
 
 # -- dtypes ------------------------------------------------------------------------------------

@@ -181,10 +181,26 @@ class Stream {
         try {
           const Node* node = t.root;
           const DType* d = root_;
+          if (is_struct && t.root->enc && std::string_view(t.root->enc->id()) != "vortex.struct") {
+            // a root of another encoding (constant, chunked, ...): decoded whole by the
+            // first field's task, split into the fields
+            if (f != 0) return;
+            Ctx c(t.limits);
+            c.string_view = string_view;
+            Col col = vx::decode(*t.root, c);
+            conform(col, *root_, string_view);
+            if (col.layout != Layout::Struct || col.children.size() != root_->children.size())
+              malformed(t.root->enc_id, " decoded to ", col.children.size(), " fields, not ",
+                        root_->children.size());
+            for (size_t j = 0; j < per; j++) {
+              auto* a = new ArrowArray();
+              export_col(std::move(col.children[size_t(fl[j])]), a);
+              out[i].cols[j] = a;
+            }
+            return;
+          }
           if (is_struct) {
             if (!t.root->enc) throw NeedPython();
-            std::string_view rid = t.root->enc->id();
-            if (rid != "vortex.struct") throw NeedPython();
             size_t nf = root_->children.size();
             size_t k = t.root->nchildren() == nf + 1 ? size_t(fl[f]) + 1 : size_t(fl[f]);
             node = t.root->children[k];

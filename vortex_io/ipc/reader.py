@@ -389,6 +389,7 @@ class StreamReader:
                 for j, c in enumerate(out):
                     if c is not None:
                         continue
+                    ng.handed_back(f"column {j} of message {m.index} ({m.header.encodings})")
                     if fields is None:
                         a = arr.to_arrow()
                     else:
