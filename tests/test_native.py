@@ -41,7 +41,7 @@ def _mask(rng, n, p=0.2):
 
 # -- canonical ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("t", INTS + ["f2", "f4", "f8"])
+@pytest.mark.parametrize("t", [*INTS, "f2", "f4", "f8"])
 @pytest.mark.parametrize("nulls", [False, True])
 def test_primitive(t, nulls):
     rng = np.random.default_rng(1)
@@ -92,7 +92,7 @@ def test_struct_nullable_and_nested():
 @pytest.mark.parametrize("typ", [pa.timestamp("ns"), pa.timestamp("us", "UTC"), pa.date32(),
                                  pa.date64(), pa.time32("s"), pa.time64("us")])
 def test_temporal(typ):
-    base = pa.array(list(range(0, 3000, 3)) + [None], type=pa.int64())
+    base = pa.array([*range(0, 3000, 3), None], type=pa.int64())
     if typ in (pa.date32(), pa.time32("s")):
         base = base.cast(pa.int32())
     t = pa.table({"t": base.view(typ) if base.type.bit_width == typ.bit_width else base.cast(typ)})
