@@ -25,3 +25,13 @@ settings.register_profile("ci", max_examples=25, derandomize=True, print_blob=Tr
 settings.register_profile("dev", max_examples=100, **_COMMON)
 settings.register_profile("thorough", max_examples=1000, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def reference_path(monkeypatch):
+    """Run a test on the numpy reference implementation (the native core off), for tests of
+    machinery only that path has (stacking, header plans, its thread pool)."""
+    monkeypatch.setattr("vortex_io._native_glue._off", 1)

@@ -27,8 +27,9 @@ def _xy_stream(compress: bool) -> tuple[pa.Table, bytes]:
 
 
 @pytest.fixture
-def root_builds(monkeypatch) -> list[str]:
-    """Records every field of a batch's root node as it is built."""
+def root_builds(monkeypatch, reference_path) -> list[str]:
+    """Records every field of a batch's root node as it is built (by the numpy reference
+    path: the native core builds its own trees, see tests/test_native_scan.py)."""
     built: list[str] = []
     orig = ArrayParts.child
 

@@ -33,6 +33,9 @@ from vortex_io.encodings.segmented_for import SEGMENTED_FOR, segmented_for_array
 from vortex_io.errors import UnsupportedError
 from vortex_io.expr import col
 
+# stacking is machinery of the numpy reference path
+pytestmark = pytest.mark.usefixtures("reference_path")
+
 
 def _read_parts(table: pa.Table, chunk_rows: int) -> list[vio.Array]:
     """The messages of ``table`` written compressed, read back (lazily built fields)."""

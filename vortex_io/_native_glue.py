@@ -14,6 +14,7 @@ b'\\x03\\x01\\x07'
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import os
@@ -163,6 +164,9 @@ def limits_values(limits: ReaderLimits) -> tuple[int, ...]:
 def stream(d: dt.DType, limits: ReaderLimits) -> Any:
     """The native decoder of a stream of dtype ``d`` read under ``limits``."""
     return _native.Stream(dtype_program(d), list(limits_values(limits)))
+
+
+atexit.register(stream.cache_clear)  # (native objects freed before the interpreter goes)
 
 
 # -- messages ------------------------------------------------------------------------------------

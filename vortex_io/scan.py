@@ -28,7 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from . import _native_glue as ng
 from . import dtype as dt
+from ._native_scan import lower
 from .array import DECODE_METER, Array
 from .arrow import arrow_take, string_view_output
 from .compute.evaluate import can_skip, check_expr, evaluate
@@ -37,6 +39,7 @@ from .compute.kernels import coerce_literal, mask_true, take_arrow
 from .compute.stack import stack_runs
 from .errors import VortexIPCError
 from .ipc.reader import StreamReader
+from .ipc.reader import _check_stream_message as _check_message
 from .limits import ReaderLimits
 
 __all__ = ["scan", "Scan", "ScanStats", "expand_sources"]
@@ -107,6 +110,20 @@ def _schema_of(d: dt.DType, columns: Sequence[str] | None) -> Any:
     return pa.schema(fields)
 
 
+class _Budget:
+    """The rows a scan still returns (``remaining``, None: no limit) and still skips."""
+
+    __slots__ = ("remaining", "skip")
+
+    def __init__(self, remaining: int | None, skip: int) -> None:
+        self.remaining = remaining
+        self.skip = skip
+
+
+#: the native scan's windows grow to this many messages
+NATIVE_WINDOW = 64
+
+
 class Scan:
     """An iterable of ``pyarrow.RecordBatch`` over the matching rows, in stream order.
 
@@ -117,7 +134,7 @@ class Scan:
     def __init__(self, source: Any, *, columns: Sequence[str] | None = None,
                  filter: Expr | None = None, limit: int | None = None,
                  batch_size: int | None = None, limits: ReaderLimits | None = None,
-                 offset: int = 0, string_view: bool = False) -> None:
+                 offset: int = 0, string_view: bool = False, threads: int | None = None) -> None:
         self.sources = expand_sources(source)
         if not self.sources:
             raise ValueError("scan() needs at least one source")
@@ -138,6 +155,8 @@ class Scan:
         self._dtype: dt.DType | None = None
         self._schema: Any = None
         self._pinned: dict[str, Any] | None = None  # see _pinned_values
+        self._native: Any = None  # see _native_plan
+        self.threads = threads
         if any(isinstance(s, (bytes, bytearray, memoryview, str, os.PathLike)) for s in self.sources[:1]):
             self._read_dtype()
 
@@ -167,21 +186,19 @@ class Scan:
 
     def _run(self) -> Iterator[Any]:
         stats = self.stats
-        remaining = self.limit
-        skip = self.offset  # matching rows still to skip (before the limit counts)
+        b = _Budget(self.limit, self.offset)
         d = self._dtype
 
         def emit(out: Any) -> Iterator[Any]:
             """The batches one chunk's (or group's) result gives, after offset and limit."""
-            nonlocal remaining, skip
             if out is None:
                 return
-            if skip:
-                dropped = min(skip, out.num_rows)
-                out, skip = out.slice(dropped), skip - dropped
-            if remaining is not None:
-                out = out.slice(0, remaining)
-                remaining -= out.num_rows
+            if b.skip:
+                dropped = min(b.skip, out.num_rows)
+                out, b.skip = out.slice(dropped), b.skip - dropped
+            if b.remaining is not None:
+                out = out.slice(0, b.remaining)
+                b.remaining -= out.num_rows
             with stats._lock:
                 stats.rows_returned += out.num_rows
             if out.num_rows == 0:
@@ -193,7 +210,7 @@ class Scan:
                 yield out
 
         for src in self.sources:
-            if remaining is not None and remaining <= 0:
+            if b.remaining is not None and b.remaining <= 0:
                 return
             reader = StreamReader(src, limits=self.limits)
             # fields are built on first use: pruned batches and unprojected columns never
@@ -210,68 +227,218 @@ class Scan:
                     raise VortexIPCError(
                         f"stream dtype {reader.dtype!r} differs from the first source's {d!r}",
                         source=str(src) if isinstance(src, (str, os.PathLike)) else None)
-                # without a limit, consecutive batches are scanned as groups (_scan_group):
-                # the first alone (a consumer that stops after it has had no more decoded),
-                # then up to GROUP_BATCHES batches / _group_rows() rows
-                grouped = (remaining is None and isinstance(d, dt.Struct)
-                           and bool(self._schema.names))
-                group_rows = self._group_rows() if grouped else 0
-                group: list[Any] = []
-                rows = 0
-                want = 1
-                batches = iter(reader)
-                while True:
-                    try:
-                        batch = next(batches)
-                    except StopIteration:
-                        break
-                    except VortexIPCError:
-                        # the batches read ahead come first: their rows, or an error of
-                        # theirs (as when scanned one by one)
-                        for out in self._scan_group(group, reader):
-                            yield from emit(out)
-                        raise
-                    if remaining is not None and remaining <= 0:
-                        return
-                    arr = batch.array
-                    if skip and self.filter is None:
-                        # without a filter the offset skips rows undecoded
-                        if len(arr) <= skip:
-                            skip -= len(arr)
-                            with stats._lock:
-                                stats.chunks += 1
-                            continue
-                        try:
-                            arr, skip = arr.slice(skip, len(arr)), 0
-                        except VortexIPCError as e:
-                            for out in self._scan_group(group, reader):
-                                yield from emit(out)
-                            raise e.locate(message_index=batch.index, offset=batch.offset,
-                                           source=reader._src.name) from None
-                    if grouped:
-                        try:
-                            if self._pruned(arr, batch, reader):
-                                continue
-                        except VortexIPCError:  # the batches before it come first
-                            for out in self._scan_group(group, reader):
-                                yield from emit(out)
-                            raise
-                        group.append((batch, arr))
-                        rows += len(arr)
-                        if rows >= group_rows or len(group) >= want:
-                            for out in self._scan_group(group, reader):
-                                yield from emit(out)
-                            group, rows, want = [], 0, GROUP_BATCHES
-                        continue
-                    yield from emit(self._scan_one(arr, batch, reader,
-                                                   None if remaining is None else remaining + skip))
-                if group:
-                    for out in self._scan_group(group, reader):
+                plan = self._native_plan()
+                if plan is not None:
+                    for out in self._scan_native(reader, plan, b):
                         yield from emit(out)
+                        if b.remaining is not None and b.remaining <= 0:
+                            return
+                    continue
+                yield from self._scan_source(reader, b, emit)
             finally:
                 with stats._lock:
                     stats.bytes_read += reader._dec.position
                 reader.close()
+
+    def _scan_source(self, reader: StreamReader, b: _Budget, emit: Callable[[Any], Iterator[Any]]
+                     ) -> Iterator[Any]:
+        """One source scanned by the Python implementation."""
+        stats = self.stats
+        d = self._dtype
+        # without a limit, consecutive batches are scanned as groups (_scan_group):
+        # the first alone (a consumer that stops after it has had no more decoded),
+        # then up to GROUP_BATCHES batches / _group_rows() rows
+        grouped = (b.remaining is None and isinstance(d, dt.Struct)
+                   and bool(self._schema.names))
+        group_rows = self._group_rows() if grouped else 0
+        group: list[Any] = []
+        rows = 0
+        want = 1
+        batches = iter(reader)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except VortexIPCError:
+                # the batches read ahead come first: their rows, or an error of
+                # theirs (as when scanned one by one)
+                for out in self._scan_group(group, reader):
+                    yield from emit(out)
+                raise
+            if b.remaining is not None and b.remaining <= 0:
+                return
+            arr = batch.array
+            if b.skip and self.filter is None:
+                # without a filter the offset skips rows undecoded
+                if len(arr) <= b.skip:
+                    b.skip -= len(arr)
+                    with stats._lock:
+                        stats.chunks += 1
+                    continue
+                try:
+                    arr, b.skip = arr.slice(b.skip, len(arr)), 0
+                except VortexIPCError as e:
+                    for out in self._scan_group(group, reader):
+                        yield from emit(out)
+                    raise e.locate(message_index=batch.index, offset=batch.offset,
+                                   source=reader._src.name) from None
+            if grouped:
+                try:
+                    if self._pruned(arr, batch, reader):
+                        continue
+                except VortexIPCError:  # the batches before it come first
+                    for out in self._scan_group(group, reader):
+                        yield from emit(out)
+                    raise
+                group.append((batch, arr))
+                rows += len(arr)
+                if rows >= group_rows or len(group) >= want:
+                    for out in self._scan_group(group, reader):
+                        yield from emit(out)
+                    group, rows, want = [], 0, GROUP_BATCHES
+                continue
+            yield from emit(self._scan_one(arr, batch, reader,
+                                           None if b.remaining is None else b.remaining + b.skip))
+        if group:
+            for out in self._scan_group(group, reader):
+                yield from emit(out)
+
+    # -- the native core ------------------------------------------------------------------
+
+    def _native_plan(self) -> Any:
+        """(predicate, filter fields, output fields, pinned) for the native core, or None
+        when this scan runs in Python (the core is off, the dtype is not a struct, or the
+        filter has a part only Python evaluates)."""
+        if not ng.enabled():
+            return None
+        d = self._dtype
+        if not isinstance(d, dt.Struct):
+            return None
+        if self._native is None:
+            program = None
+            if self.filter is not None:
+                program = lower(self.filter, d)
+                if program is None:
+                    self._native = False
+                    return None
+            if self._pinned is None:
+                self._pinned = (_pinned_values(self.filter, d, self._schema)
+                                if self.filter is not None else {})
+            ffields = (sorted(d.names.index(n) for n in self.filter.columns())
+                       if self.filter is not None else [])
+            out = [d.names.index(n) for n in self._schema.names if n not in self._pinned]
+            self._native = (program, ffields, out)
+        return self._native or None
+
+    def _scan_native(self, reader: StreamReader, plan: Any, b: _Budget) -> Iterator[Any]:
+        """One source scanned by the native core: windows of messages (the first alone,
+        then doubling up to ``NATIVE_WINDOW`` messages) pruned, filtered and taken with
+        the GIL released on the core's threads; batches in stream order, an error after
+        the batches before it."""
+        import pyarrow as pa
+
+        program, ffields, outf = plan
+        d = self._dtype
+        stats = self.stats
+        s = ng.stream(d, reader.limits)
+        schema = self._schema
+        names = schema.names
+        types = {d.names[f]: schema.field(d.names[f]).type for f in outf}
+        imp = pa.Array._import_from_c_capsule
+        threads = ng.decode_threads(self.threads)
+        window = 1
+        pending: list[Any] = []
+        err: VortexIPCError | None = None
+        while True:
+            # fill a window
+            while len(pending) < window and err is None:
+                try:
+                    m = reader._next_message()
+                    if m is None:
+                        break
+                    _check_message(m)
+                except VortexIPCError as e:
+                    err = e.locate(source=reader._src.name)
+                    break
+                if program is None and b.skip:
+                    rows = m.header.row_count
+                    if rows <= b.skip:  # without a filter the offset skips rows undecoded
+                        b.skip -= rows
+                        with stats._lock:
+                            stats.chunks += 1
+                        continue
+                    pending.append((m, b.skip))
+                    b.skip = 0
+                    continue
+                pending.append((m, 0))
+            if not pending:
+                if err is not None:
+                    raise err
+                break
+            cap = -1 if b.remaining is None else b.remaining + b.skip
+            msgs = [(m.body, m.header.row_count, m.header.encodings,
+                     ng.known_flags(m.header.encodings)) for m, _ in pending]
+            ranges = [(start, m.header.row_count, cap) for m, start in pending]
+            res = s.scan(msgs, program, ffields, outf, ranges, self.string_view, threads)
+            for (m, start), r in zip(pending, res):
+                kind = r[0]
+                if kind == "err":
+                    raise ng.error_of(r[1], r[2]).locate(
+                        message_index=m.index, offset=m.offset, source=reader._src.name)
+                rows = m.header.row_count
+                if kind == "python":
+                    arr = m.array(d, reader.limits, reader._plans, lazy=True)
+                    if start:
+                        arr = arr.slice(start, len(arr))
+                    yield self._scan_one(arr, m, reader, None if cap < 0 else cap)
+                    continue
+                with stats._lock:
+                    stats.chunks += 1
+                    stats.rows_scanned += rows - start
+                    if kind == "pruned":
+                        stats.chunks_pruned += 1
+                        continue
+                    stats.bytes_canonicalized += r[4]
+                n, pos, cols = r[1], r[2], r[3]
+                if n == 0:
+                    if names:
+                        yield pa.RecordBatch.from_pylist([], schema=schema)
+                    continue
+                by_name = {}
+                for f, c in zip(outf, cols):
+                    nm = d.names[f]
+                    by_name[nm] = None if c is None else imp(types[nm].__arrow_c_schema__(), c)
+                if any(v is None for v in by_name.values()):
+                    idx = None if pos is None else np.frombuffer(pos, dtype=np.uint32).astype(np.int64)
+                    arr = m.array(d, reader.limits, reader._plans, lazy=True)
+                    meter: list[int] = []
+                    token = DECODE_METER.set(meter)
+                    try:
+                        with string_view_output(self.string_view):
+                            for nm, v in by_name.items():
+                                if v is None:
+                                    ng.handed_back(f"column {nm!r} of message {m.index}")
+                                    by_name[nm] = _select(arr.field(nm), idx)
+                    except VortexIPCError as e:
+                        raise e.locate(message_index=m.index, offset=m.offset,
+                                       source=reader._src.name) from None
+                    finally:
+                        DECODE_METER.reset(token)
+                    with stats._lock:
+                        stats.bytes_canonicalized += sum(meter)
+                if not names:  # rows only (a count)
+                    yield pa.record_batch([pa.nulls(n)], names=["_"]).select([])
+                    continue
+                pinned = self._pinned or {}
+                out = [pa.repeat(pinned[nm], n) if nm in pinned else by_name[nm] for nm in names]
+                yield pa.RecordBatch.from_arrays(out, schema=schema)
+            pending = []
+            if err is not None:
+                raise err
+            if b.remaining is not None and b.remaining <= 0:
+                return
+            window = min(window * 2, NATIVE_WINDOW)
 
     def _group_rows(self) -> int:
         """Rows per group: ``GROUP_ROWS``, fewer for wide rows (``GROUP_BYTES`` of the
@@ -566,7 +733,7 @@ def _select(a: Array, idx: np.ndarray | None) -> Any:
 def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | None = None,
          limit: int | None = None, batch_size: int | None = None,
          limits: ReaderLimits | None = None, offset: int = 0,
-         string_view: bool = False) -> Scan:
+         string_view: bool = False, threads: int | None = None) -> Scan:
     """Scan one or many streams with projection, filter and limit pushdown.
 
     ``source``: a path, bytes-like object, binary file object, a list of those, or a glob
@@ -575,7 +742,9 @@ def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | No
     many matching rows first (without a filter, whole chunks are skipped undecoded).
     ``batch_size``: split output batches to at most this many rows. ``string_view``:
     strings come out as Arrow ``string_view`` (Polars' native layout; cheaper to decode
-    from dictionaries) instead of ``string``.
+    from dictionaries) instead of ``string``. ``threads``: how many threads the native
+    core scans on (None: every core; 1: the calling thread only); the batches and their
+    order are the same whatever the count.
     """
     return Scan(source, columns=columns, filter=filter, limit=limit, batch_size=batch_size,
-                limits=limits, offset=offset, string_view=string_view)
+                limits=limits, offset=offset, string_view=string_view, threads=threads)

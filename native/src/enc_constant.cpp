@@ -189,3 +189,10 @@ Col repeat_scalar(const Scalar& s, const DType& d, uint64_t n, Ctx& c) {
 }
 
 }  // namespace vx
+
+namespace vx {
+const Scalar* constant_scalar(const Node& n) {
+  if (!n.enc || std::string_view(n.enc->id()) != "vortex.constant" || !n.meta) return nullptr;
+  return &n.m<ConstMeta>().value;
+}
+}  // namespace vx

@@ -10,11 +10,13 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "arrow_c.h"
 #include "kernels.h"
 #include "pool.h"
+#include "scan.h"
 
 namespace nb = nanobind;
 using namespace vx;
@@ -118,6 +120,156 @@ struct MsgOut {
   std::vector<ArrowArray*> cols;  // owned until handed to Python
   bool whole = false;             // non-struct stream: cols[0] is the whole array
   ~MsgOut() {
+    for (ArrowArray* a : cols)
+      if (a) {
+        if (a->release) a->release(a);
+        delete a;
+      }
+  }
+};
+
+// -- the scan's predicate, from Python's lowering (vortex_io/_native_scan.py) ---------------------
+
+Op op_of(int v) {
+  if (v < 0 || v > 5) throw std::invalid_argument("bad operator");
+  return Op(v);
+}
+
+i128 i128_of(nb::handle h) {
+  nb::bytes b = nb::borrow<nb::bytes>(h);
+  if (b.size() != 16) throw std::invalid_argument("an integer literal is 16 bytes");
+  return load<i128>(reinterpret_cast<const uint8_t*>(b.c_str()));
+}
+
+Lit lit_of(nb::handle h) {
+  nb::tuple t = nb::borrow<nb::tuple>(h);
+  std::string k = nb::cast<std::string>(t[0]);
+  Lit l;
+  if (k == "i") {
+    l.kind = Lit::Int;
+    l.i = i128_of(t[1]);
+  } else if (k == "f") {
+    l.kind = Lit::Float;
+    l.f = nb::cast<double>(t[1]);
+  } else if (k == "b") {
+    l.kind = Lit::Bytes;
+    nb::bytes b = nb::borrow<nb::bytes>(t[1]);
+    l.s.assign(b.c_str(), b.size());
+  } else if (k == "o") {
+    l.kind = Lit::Bool;
+    l.b = nb::cast<bool>(t[1]);
+  } else {
+    throw std::invalid_argument("bad literal kind");
+  }
+  return l;
+}
+
+PLit plit_of(nb::handle h) {
+  nb::tuple t = nb::borrow<nb::tuple>(h);
+  std::string k = nb::cast<std::string>(t[0]);
+  PLit l;
+  if (k == "i") {
+    l.kind = PLit::Int;
+    l.i = i128_of(t[1]);
+    l.frac = nb::cast<bool>(t[2]);
+    l.inf = nb::cast<int>(t[3]);
+  } else if (k == "f") {
+    l.kind = PLit::Float;
+    l.f = nb::cast<double>(t[1]);
+  } else if (k == "b") {
+    l.kind = PLit::Bytes;
+    nb::bytes b = nb::borrow<nb::bytes>(t[1]);
+    l.s.assign(b.c_str(), b.size());
+  } else if (k == "o") {
+    l.kind = PLit::Bool;
+    l.b = nb::cast<bool>(t[1]);
+  } else {
+    throw std::invalid_argument("bad literal kind");
+  }
+  return l;
+}
+
+std::unique_ptr<Pred> pred_of(nb::handle h, int depth = 0) {
+  if (depth > 10000) throw std::invalid_argument("predicate too deep");
+  nb::tuple t = nb::borrow<nb::tuple>(h);
+  std::string k = nb::cast<std::string>(t[0]);
+  auto p = std::make_unique<Pred>();
+  auto prune = [&](nb::handle x) {
+    if (x.is_none()) return;
+    nb::tuple pt = nb::borrow<nb::tuple>(x);
+    p->prunable = true;
+    p->prune_op = op_of(nb::cast<int>(pt[0]));
+    p->plit = plit_of(pt[1]);
+  };
+  if (k == "cmp") {
+    p->kind = Pred::Cmp;
+    p->field = nb::cast<int>(t[1]);
+    p->op = op_of(nb::cast<int>(t[2]));
+    p->lit = lit_of(t[3]);
+    prune(t[4]);
+  } else if (k == "cmpconst") {
+    p->kind = Pred::CmpConst;
+    p->field = nb::cast<int>(t[1]);
+    p->answer = nb::cast<bool>(t[2]);
+    prune(t[3]);
+  } else if (k == "cmpnull") {
+    p->kind = Pred::CmpNull;
+    p->field = nb::cast<int>(t[1]);
+  } else if (k == "in") {
+    p->kind = Pred::In;
+    p->field = nb::cast<int>(t[1]);
+    for (auto x : nb::borrow<nb::list>(t[2])) p->lits.push_back(lit_of(x));
+    if (!t[3].is_none()) {
+      p->prunable = true;
+      for (auto x : nb::borrow<nb::list>(t[3])) p->plits.push_back(plit_of(x));
+    }
+  } else if (k == "isnull") {
+    p->kind = Pred::IsNull;
+    p->field = nb::cast<int>(t[1]);
+    p->negated = nb::cast<bool>(t[2]);
+  } else if (k == "const") {
+    p->kind = Pred::Const;
+    p->const_v = nb::cast<int>(t[1]);
+  } else if (k == "col") {
+    p->kind = Pred::BoolCol;
+    p->field = nb::cast<int>(t[1]);
+  } else if (k == "and" || k == "or") {
+    p->kind = k == "and" ? Pred::And : Pred::Or;
+    p->a = pred_of(t[1], depth + 1);
+    p->b = pred_of(t[2], depth + 1);
+  } else if (k == "not") {
+    p->kind = Pred::Not;
+    p->a = pred_of(t[1], depth + 1);
+  } else {
+    throw std::invalid_argument("bad predicate kind " + k);
+  }
+  return p;
+}
+
+// bytes of the buffers a decoder allocated (ScanStats.bytes_canonicalized)
+uint64_t owned_bytes(const Col& c) {
+  uint64_t n = 0;
+  auto add = [&](const Buf& b) {
+    if (b.mem && b.mem->owned) n += b.len;
+  };
+  add(c.validity);
+  add(c.values);
+  add(c.offsets);
+  for (auto& d : c.data) add(d);
+  for (auto& k : c.children) n += owned_bytes(k);
+  return n;
+}
+
+// What a scan made of a message.
+struct ScanOut {
+  enum { Ok, Pruned, Python, Err } state = Ok;
+  int kind = 0;
+  std::string msg;
+  bool all = true;                 // every row (of [start, stop)) selected
+  std::vector<uint32_t> pos;       // else the selected rows
+  std::vector<ArrowArray*> cols;
+  uint64_t canonicalized = 0;
+  ~ScanOut() {
     for (ArrowArray* a : cols)
       if (a) {
         if (a->release) a->release(a);
@@ -257,6 +409,144 @@ class Stream {
     return res;
   }
 
+  // Scan messages: prune by statistics, evaluate the predicate on the encoded columns,
+  // take the selected rows of the output fields. ranges: per message (start, stop, cap):
+  // without a predicate the rows [start, stop); at most `cap` selected rows (cap < 0: all).
+  nb::list scan(nb::list messages, nb::object program, std::vector<int> filter_fields,
+                std::vector<int> out_fields, std::vector<std::tuple<int64_t, int64_t, int64_t>> ranges,
+                bool string_view, int threads) {
+    if (root_->kind != Kind::Struct) throw std::invalid_argument("a scan needs a struct dtype");
+    std::vector<MsgIn> in;
+    in.reserve(messages.size());
+    for (auto h : messages) in.push_back(message_in(h));
+    if (ranges.size() != in.size()) throw std::invalid_argument("one range per message");
+    std::unique_ptr<Pred> pred;
+    if (!program.is_none()) pred = pred_of(program);
+    std::vector<int> fields = filter_fields;
+    for (int f : out_fields)
+      if (std::find(fields.begin(), fields.end(), f) == fields.end()) fields.push_back(f);
+    for (int f : fields)
+      if (f < 0 || f >= int(root_->children.size())) throw std::out_of_range("field index out of range");
+    size_t nm = in.size(), per = out_fields.size();
+    std::vector<std::unique_ptr<Tree>> trees(nm);
+    std::vector<ScanOut> out(nm);
+    {
+      nb::gil_scoped_release unlock;
+      // 1. per message: the tree, pruning, the predicate
+      parallel_for(nm, threads, [&](size_t i) {
+        ScanOut& o = out[i];
+        try {
+          auto t = std::make_unique<Tree>();
+          prepare_tree(*t, in[i], lim_);
+          build_tree(*t, root_, &fields);
+          if (!t->root->enc || std::string_view(t->root->enc->id()) != "vortex.struct") throw NeedPython();
+          Ctx c(t->limits);
+          auto [start, stop, cap] = ranges[i];
+          uint64_t rows = t->row_count;
+          if (pred) {
+            if (can_skip(*pred, *t, c)) {
+              o.state = ScanOut::Pruned;
+              trees[i] = std::move(t);
+              return;
+            }
+            Mask m = evaluate(*pred, *t, c);
+            o.pos = mask_positions(m);
+            if (cap >= 0 && o.pos.size() > size_t(cap)) o.pos.resize(size_t(cap));
+            o.all = o.pos.size() == rows;
+          } else {
+            uint64_t a = uint64_t(std::max<int64_t>(start, 0)), b = std::min<uint64_t>(uint64_t(stop), rows);
+            if (cap >= 0 && b > a + uint64_t(cap)) b = a + uint64_t(cap);
+            o.all = a == 0 && b == rows;
+            if (!o.all)
+              for (uint64_t r = a; r < b; r++) o.pos.push_back(uint32_t(r));
+          }
+          trees[i] = std::move(t);
+        } catch (NeedPython&) {
+          o.state = ScanOut::Python;
+        } catch (Error& e) {
+          o.state = ScanOut::Err;
+          o.kind = int(e.kind);
+          o.msg = e.msg;
+        } catch (std::bad_alloc&) {
+          o.state = ScanOut::Err;
+          o.kind = int(ErrKind::Limit);
+          o.msg = "out of memory while scanning the message";
+        }
+      });
+      // 2. per (message, output field): the selected rows
+      for (size_t i = 0; i < nm; i++)
+        if (out[i].state == ScanOut::Ok) out[i].cols.assign(per, nullptr);
+      std::vector<std::string> errs(nm * per);
+      std::vector<int> kinds(nm * per, 0);
+      std::vector<uint64_t> canon(nm * per, 0);
+      parallel_for(nm * per, threads, [&](size_t task) {
+        size_t i = task / per, f = task % per;
+        ScanOut& o = out[i];
+        if (o.state != ScanOut::Ok || (!o.all && o.pos.empty())) return;
+        Tree& t = *trees[i];
+        try {
+          const Node* node = field_node(t, out_fields[f]);
+          if (!node) throw NeedPython();
+          Ctx c(t.limits);
+          c.string_view = string_view;
+          Col col = o.all ? vx::decode(*node, c) : vx::take(*node, o.pos.data(), o.pos.size(), c);
+          conform(col, *root_->children[size_t(out_fields[f])], string_view);
+          canon[task] = owned_bytes(col);
+          auto* a = new ArrowArray();
+          export_col(std::move(col), a);
+          o.cols[f] = a;
+        } catch (NeedPython&) {
+          // left null: Python takes this column
+        } catch (Error& e) {
+          kinds[task] = int(e.kind);
+          errs[task] = e.msg;
+        } catch (std::bad_alloc&) {
+          kinds[task] = int(ErrKind::Limit);
+          errs[task] = "out of memory while scanning the message";
+        }
+      });
+      for (size_t i = 0; i < nm; i++) {
+        if (out[i].state != ScanOut::Ok) continue;
+        for (size_t f = 0; f < per; f++) {
+          out[i].canonicalized += canon[i * per + f];
+          if (kinds[i * per + f] && out[i].state == ScanOut::Ok) {
+            out[i].state = ScanOut::Err;
+            out[i].kind = kinds[i * per + f];
+            out[i].msg = errs[i * per + f];
+          }
+        }
+      }
+      trees.clear();
+    }
+    nb::list res;
+    for (size_t i = 0; i < nm; i++) {
+      ScanOut& o = out[i];
+      switch (o.state) {
+        case ScanOut::Err:
+          res.append(nb::make_tuple(nb::str("err"), o.kind, nb::str(o.msg.c_str())));
+          continue;
+        case ScanOut::Pruned: res.append(nb::make_tuple(nb::str("pruned"))); continue;
+        case ScanOut::Python: res.append(nb::make_tuple(nb::str("python"))); continue;
+        default: break;
+      }
+      nb::list cols;
+      for (ArrowArray*& a : o.cols) {
+        if (a) {
+          ArrowArray* x = a;
+          a = nullptr;
+          cols.append(array_capsule(x));
+        } else {
+          cols.append(nb::none());
+        }
+      }
+      nb::object pos = nb::none();
+      uint64_t nsel = o.all ? in[i].rows : o.pos.size();
+      if (!o.all) pos = nb::bytes(reinterpret_cast<const char*>(o.pos.data()), o.pos.size() * 4);
+      res.append(nb::make_tuple(nb::str("ok"), nsel, pos, cols, o.canonicalized));
+    }
+    return res;
+  }
+
  private:
   Limits lim_;
   DTypeArena arena_;
@@ -270,7 +560,9 @@ NB_MODULE(_native, m) {
   nb::class_<Stream>(m, "Stream")
       .def(nb::init<nb::bytes, std::vector<uint64_t>>(), nb::arg("dtype_program"), nb::arg("limits"))
       .def("decode", &Stream::decode, nb::arg("messages"), nb::arg("fields").none(), nb::arg("string_view"),
-           nb::arg("threads"));
+           nb::arg("threads"))
+      .def("scan", &Stream::scan, nb::arg("messages"), nb::arg("program").none(), nb::arg("filter_fields"),
+           nb::arg("out_fields"), nb::arg("ranges"), nb::arg("string_view"), nb::arg("threads"));
   m.def("encodings", &native_encoding_ids, "IDs of the encodings the native core decodes");
   m.def("hardware_threads", &hardware_threads);
   m.def("pool_stats", []() {
