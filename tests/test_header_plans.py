@@ -18,6 +18,9 @@ from vortex_io.encodings.chunked import chunked_array
 from vortex_io.errors import MalformedStreamError, VortexIPCError
 from vortex_io.ipc.framing import MessageDecoder
 
+# header plans are machinery of the numpy reference path
+pytestmark = pytest.mark.usefixtures("reference_path")
+
 
 def _stream(table, **kw) -> bytes:
     buf = io.BytesIO()

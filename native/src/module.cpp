@@ -409,6 +409,38 @@ class Stream {
     return res;
   }
 
+  // Build (and so check) each message's whole tree: None, or (error kind, message).
+  nb::list validate(nb::list messages, int threads) {
+    std::vector<MsgIn> in;
+    in.reserve(messages.size());
+    for (auto h : messages) in.push_back(message_in(h));
+    size_t nm = in.size();
+    std::vector<int> kinds(nm, 0);
+    std::vector<std::string> msgs(nm);
+    {
+      nb::gil_scoped_release unlock;
+      parallel_for(nm, threads, [&](size_t i) {
+        try {
+          Tree t;
+          prepare_tree(t, in[i], lim_);
+          build_tree(t, root_, nullptr);
+        } catch (Error& e) {
+          kinds[i] = int(e.kind);
+          msgs[i] = e.msg;
+        } catch (std::bad_alloc&) {
+          kinds[i] = int(ErrKind::Limit);
+          msgs[i] = "out of memory while reading the message";
+        }
+      });
+    }
+    nb::list res;
+    for (size_t i = 0; i < nm; i++) {
+      if (kinds[i]) res.append(nb::make_tuple(kinds[i], nb::str(msgs[i].c_str())));
+      else res.append(nb::none());
+    }
+    return res;
+  }
+
   // Scan messages: prune by statistics, evaluate the predicate on the encoded columns,
   // take the selected rows of the output fields. ranges: per message (start, stop, cap):
   // without a predicate the rows [start, stop); at most `cap` selected rows (cap < 0: all).
@@ -561,6 +593,7 @@ NB_MODULE(_native, m) {
       .def(nb::init<nb::bytes, std::vector<uint64_t>>(), nb::arg("dtype_program"), nb::arg("limits"))
       .def("decode", &Stream::decode, nb::arg("messages"), nb::arg("fields").none(), nb::arg("string_view"),
            nb::arg("threads"))
+      .def("validate", &Stream::validate, nb::arg("messages"), nb::arg("threads"))
       .def("scan", &Stream::scan, nb::arg("messages"), nb::arg("program").none(), nb::arg("filter_fields"),
            nb::arg("out_fields"), nb::arg("ranges"), nb::arg("string_view"), nb::arg("threads"));
   m.def("encodings", &native_encoding_ids, "IDs of the encodings the native core decodes");

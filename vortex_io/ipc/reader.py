@@ -28,18 +28,35 @@ __all__ = ["Batch", "StreamReader", "AsyncStreamReader", "read_ipc"]
 
 
 class Batch:
-    """One Array message of a stream: ``array`` (lazily decoded) and its ``metadata``."""
+    """One Array message of a stream: ``array`` (lazily decoded) and its ``metadata``.
 
-    __slots__ = ("array", "index", "metadata", "offset")
+    With the native core, ``to_arrow()`` decodes the message natively and ``array`` (the
+    Python encoding tree, for inspecting encodings or custom compute) is built on first use.
+    """
 
-    def __init__(self, array: Array, metadata: Metadata, index: int, offset: int) -> None:
-        self.array = array
+    __slots__ = ("_array", "_ctx", "_msg", "index", "metadata", "offset")
+
+    def __init__(self, array: Array | None, metadata: Metadata, index: int, offset: int,
+                 msg: Message | None = None, ctx: Any = None) -> None:
+        self._array = array
+        self._msg = msg
+        self._ctx = ctx  # (dtype, limits, plans, lazy fields) to build the array later
         self.metadata = metadata
         self.index = index
         self.offset = offset
 
     @property
+    def array(self) -> Array:
+        """The batch's encoding tree (built on first use when the native core read it)."""
+        if self._array is None:
+            d, limits, plans, lazy = self._ctx
+            self._array = self._msg.array(d, limits, plans, lazy)  # type: ignore[union-attr]
+        return self._array
+
+    @property
     def num_rows(self) -> int:
+        if self._array is None and self._msg is not None:
+            return self._msg.header.row_count
         return len(self.array)
 
     def to_arrow(self, *, string_view: bool | None = None) -> Any:
@@ -48,6 +65,8 @@ class Batch:
         to Arrow ``string_view``."""
         import pyarrow as pa
 
+        if self._msg is not None and self._array is None and ng.enabled():
+            return self._native_arrow(bool(string_view))
         a = self.array.to_arrow(string_view=string_view)
         if isinstance(self.array.dtype, dt.Struct) and not self.array.dtype.nullable:
             if isinstance(a, pa.ChunkedArray):
@@ -58,9 +77,113 @@ class Batch:
             return pa.RecordBatch.from_arrays(rb.columns, schema=schema)
         return a
 
+    def _native_arrow(self, string_view: bool) -> Any:
+        import pyarrow as pa
+
+        from ..arrow import to_arrow_schema
+
+        d, limits, plans, _ = self._ctx
+        m = self._msg
+        assert m is not None
+        fields = _table_fields(d)
+        cols = native_columns([m], d, limits, plans, fields, string_view, 1)[0]
+        if fields is None:
+            return cols[0]
+        from ..arrow import string_view_output
+
+        with string_view_output(string_view):
+            schema = to_arrow_schema(d)
+        if self.metadata:
+            schema = schema.with_metadata(self.metadata.to_arrow())
+        if not fields:
+            return pa.RecordBatch.from_struct_array(
+                pa.StructArray.from_arrays([], names=[]).slice(0, 0)) if m.header.row_count == 0 \
+                else pa.record_batch([pa.nulls(m.header.row_count)], names=["_"]).select([])
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+
     def __repr__(self) -> str:
         md = f", metadata={self.metadata!r}" if self.metadata else ""
-        return f"Batch(index={self.index}, rows={len(self.array)}, encoding={self.array.encoding}{md})"
+        return f"Batch(index={self.index}, rows={self.num_rows}, encoding={self.array.encoding}{md})"
+
+
+def _table_fields(d: dt.DType) -> list[int] | None:
+    """The root fields decoded as columns (a table: a non-nullable struct), else None (the
+    whole array is one column)."""
+    if isinstance(d, dt.Struct) and not d.nullable:
+        return list(range(len(d.dtypes)))
+    return None
+
+
+def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits, plans: HeaderPlans,
+                   fields: list[int] | None, string_view: bool, threads: int
+                   ) -> list[list[Any]]:
+    """Each message's columns (the root fields ``fields``, or the whole array when None) as
+    Arrow arrays, decoded by the native core on ``threads`` threads; columns it hands back
+    (encodings only Python knows) are decoded by the Python implementation. Raises the
+    first message's error, located, after nothing (callers pass windows in stream order
+    and may catch it to emit the columns of the messages before it: see ``partial``)."""
+    import pyarrow as pa
+
+    from ..arrow import dtype_to_arrow, string_view_output
+
+    s = ng.stream(d, limits)
+    with string_view_output(string_view):
+        if fields is None:
+            types = [dtype_to_arrow(d)]
+        else:
+            types = [dtype_to_arrow(d.dtypes[i]) for i in fields]  # type: ignore[attr-defined]
+    imp = pa.Array._import_from_c_capsule
+    res = s.decode([(m.body, m.header.row_count, m.header.encodings,
+                     ng.known_flags(m.header.encodings)) for m in msgs],
+                   fields, string_view, threads)
+    out: list[list[Any]] = []
+    for m, r in zip(msgs, res):
+        if r[0] == "err":
+            raise _Partial(out, ng.error_of(r[1], r[2]).locate(message_index=m.index,
+                                                               offset=m.offset))
+        cols = [None if c is None else imp(t.__arrow_c_schema__(), c) for c, t in zip(r[1], types)]
+        if any(c is None for c in cols):
+            try:
+                cols = _python_columns(m, d, limits, plans, fields, cols, string_view)
+            except VortexIPCError as e:
+                raise _Partial(out, e) from None
+        out.append(cols)
+    return out
+
+
+class _Partial(Exception):
+    """An error at one message of a window, with the columns of the messages before it."""
+
+    def __init__(self, done: list[list[Any]], error: VortexIPCError) -> None:
+        self.done = done
+        self.error = error
+
+
+def _python_columns(m: Message, d: dt.DType, limits: ReaderLimits, plans: HeaderPlans,
+                    fields: list[int] | None, out: list[Any], string_view: bool) -> list[Any]:
+    """The columns the native core left to Python (subtrees of encodings it does not
+    know), decoded by the Python implementation."""
+    import pyarrow as pa
+
+    from ..arrow import string_view_output
+
+    try:
+        with string_view_output(string_view):
+            arr = m.array(d, limits, plans, lazy=fields is not None)
+            for j, c in enumerate(out):
+                if c is not None:
+                    continue
+                ng.handed_back(f"column {j} of message {m.index} ({m.header.encodings})")
+                if fields is None:
+                    a = arr.to_arrow()
+                else:
+                    a = arr.field(d.names[fields[j]]).to_arrow()  # type: ignore[attr-defined]
+                if isinstance(a, pa.ChunkedArray):
+                    a = a.combine_chunks()
+                out[j] = a
+    except VortexIPCError as e:
+        raise e.locate(message_index=m.index, offset=m.offset) from None
+    return out
 
 
 def _decode_threads(threads: int | None) -> int:
@@ -72,6 +195,20 @@ def _decode_threads(threads: int | None) -> int:
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer or None, not {threads!r}")
     return threads
+
+
+def _batch(m: Message, d: dt.DType, limits: ReaderLimits, plans: HeaderPlans, lazy: bool
+           ) -> Batch:
+    """The Batch of an Array message: with the native core, its header is walked and
+    checked natively now (the errors the reference builder raises, raised here) and the
+    Python tree is built only if asked for; else the Python tree now."""
+    if ng.enabled():
+        r = ng.stream(d, limits).validate(
+            [(m.body, m.header.row_count, m.header.encodings, ng.known_flags(m.header.encodings))], 1)[0]
+        if r is not None:
+            raise ng.error_of(r[0], r[1]).locate(message_index=m.index, offset=m.offset)
+        return Batch(None, m.metadata, m.index, m.offset, m, (d, limits, plans, lazy))
+    return Batch(m.array(d, limits, plans, lazy), m.metadata, m.index, m.offset)
 
 
 class _Done:
@@ -262,8 +399,7 @@ class StreamReader:
                 self._src.close()
                 raise StopIteration
             _check_stream_message(m)
-            return Batch(m.array(self.dtype, self.limits, self._plans, self._lazy_fields), m.metadata,
-                         m.index, m.offset)
+            return _batch(m, self.dtype, self.limits, self._plans, self._lazy_fields)
         except VortexIPCError as e:
             self._done = True
             raise e.locate(source=self._src.name) from None
@@ -340,68 +476,22 @@ class StreamReader:
     def _native_batches(self, fields: list[int] | None, string_view: bool, threads: int
                         ) -> Iterator[tuple[Message, list[Any]]]:
         """(message, its decoded columns as Arrow arrays) for every remaining message:
-        decoded by the native core on ``threads`` threads, a window of messages at a time;
-        columns it hands back (encodings only Python knows) decoded here. ``fields``: the
-        root struct's fields (None: each message's whole array, one column)."""
-        import pyarrow as pa
-
-        from ..arrow import dtype_to_arrow, string_view_output
-
-        d = self.dtype
-        s = ng.stream(d, self.limits)
-        with string_view_output(string_view):
-            if fields is None:
-                types = [dtype_to_arrow(d)]
-            else:
-                types = [dtype_to_arrow(d.dtypes[i]) for i in fields]  # type: ignore[attr-defined]
-        caps = [t.__arrow_c_schema__ for t in types]
-        imp = pa.Array._import_from_c_capsule
+        decoded by the native core on ``threads`` threads, a window of messages at a time
+        (``native_columns``). ``fields``: the root struct's fields (None: each message's
+        whole array, one column)."""
         for msgs, err in self._native_windows():
             if msgs:
-                res = s.decode([(m.body, m.header.row_count, m.header.encodings,
-                                 ng.known_flags(m.header.encodings)) for m in msgs],
-                               fields, string_view, threads)
-                for m, r in zip(msgs, res):
-                    if r[0] == "err":
-                        self._done = True
-                        self._src.close()
-                        raise ng.error_of(r[1], r[2]).locate(
-                            message_index=m.index, offset=m.offset, source=self._src.name)
-                    cols = r[1]
-                    out = [None if c is None else imp(cap(), c) for c, cap in zip(cols, caps)]
-                    if any(c is None for c in out):
-                        out = self._python_columns(m, fields, out, string_view)
-                    yield m, out
+                try:
+                    done = native_columns(msgs, self.dtype, self.limits, self._plans, fields,
+                                          string_view, threads)
+                except _Partial as p:
+                    yield from zip(msgs, p.done)
+                    self._done = True
+                    self._src.close()
+                    raise p.error.locate(source=self._src.name) from None
+                yield from zip(msgs, done)
             if err is not None:
                 raise err
-
-    def _python_columns(self, m: Message, fields: list[int] | None, out: list[Any],
-                        string_view: bool) -> list[Any]:
-        """The columns the native core left to Python (subtrees of encodings it does not
-        know), decoded by the Python implementation."""
-        import pyarrow as pa
-
-        from ..arrow import string_view_output
-
-        try:
-            with string_view_output(string_view):
-                arr = m.array(self.dtype, self.limits, self._plans, lazy=fields is not None)
-                for j, c in enumerate(out):
-                    if c is not None:
-                        continue
-                    ng.handed_back(f"column {j} of message {m.index} ({m.header.encodings})")
-                    if fields is None:
-                        a = arr.to_arrow()
-                    else:
-                        a = arr.field(self.dtype.names[fields[j]]).to_arrow()  # type: ignore[attr-defined]
-                    if isinstance(a, pa.ChunkedArray):
-                        a = a.combine_chunks()
-                    out[j] = a
-        except VortexIPCError as e:
-            self._done = True
-            self._src.close()
-            raise e.locate(message_index=m.index, offset=m.offset, source=self._src.name) from None
-        return out
 
     def _read_arrow_native(self, string_view: bool, threads: int) -> Any:
         import pyarrow as pa
@@ -473,7 +563,12 @@ class StreamReader:
         if not isinstance(self.dtype, dt.Struct) or self.dtype.nullable:
             raise TypeError("only streams of a non-nullable struct dtype export as record batches")
         schema = self.schema
-        gen = (pa.RecordBatch.from_arrays(b.to_arrow().columns, schema=schema) for b in self)
+        fields = _table_fields(self.dtype)
+        if ng.enabled() and fields:
+            gen = (pa.RecordBatch.from_arrays(cols, schema=schema)
+                   for _, cols in self._native_batches(fields, False, ng.decode_threads(None)))
+        else:
+            gen = (pa.RecordBatch.from_arrays(b.to_arrow().columns, schema=schema) for b in self)
         return pa.RecordBatchReader.from_batches(schema, gen).__arrow_c_stream__(requested_schema)
 
     def close(self) -> None:
@@ -579,8 +674,11 @@ class AsyncStreamReader:
             return None
         _check_stream_message(m)
         assert self.dtype is not None
-        return Batch(m.array(self.dtype, self.limits, self._plans, self._lazy_fields), m.metadata,
-                         m.index, m.offset)
+        try:
+            return _batch(m, self.dtype, self.limits, self._plans, self._lazy_fields)
+        except VortexIPCError:
+            self._done = True
+            raise
 
     def __aiter__(self) -> AsyncIterator[Batch]:
         return self._iter()
