@@ -143,11 +143,6 @@ def test_unpack_paths_and_random_access_agree(w, data, nchunks):
     words = fl.pack(v, b)
     assert len(words) == nchunks * 1024 * b // w
     assert (fl.unpack(words, w, b, nchunks) == v).all()
-    if b:  # each strategy, whatever size unpack would pick it for
-        for path in (fl._gather_unpack, fl._unpack_broadcast, fl._unpack_rows):
-            assert (path(words, w, b, nchunks) == v).all(), path.__name__
-        grid = fl.chunk_rows(v, w, nchunks)  # the natural row order fastlanes.delta sums in
-        assert (fl._unpack_rows_broadcast(words, w, b, nchunks) == grid).all()
     assert (fl.unpack_rows(words, w, b, nchunks) == fl.chunk_rows(v, w, nchunks)).all()
     pos = rng.integers(0, nchunks * 1024, 100)
     assert (fl.unpack_at(words, w, b, pos) == v[pos]).all()

@@ -260,45 +260,6 @@ def test_memory_helpers():
     for dtype in (np.uint8, np.int16, np.uint32, np.intp):
         idx = rng.integers(0, 300, 70_000).astype(dtype)
         assert (_memory.take(vals, idx) == vals[idx.astype(np.intp)]).all()
-    a = _memory.scratch("test", 1000, np.int32)
-    b = _memory.scratch("test", 10, np.int32)
-    assert a.ctypes.data == b.ctypes.data  # reused on this thread
-
-
-def test_scratch_passes_from_ended_threads_to_new_ones():
-    # query engines (Polars) run each query's callbacks on fresh threads: their scratch
-    # must not be fresh (page-faulting) memory every time, nor shared while in use
-    import threading
-
-    from vortex_io import _memory
-
-    seen: list[int] = []
-
-    def use(hold: threading.Event | None = None, ready: threading.Event | None = None) -> None:
-        seen.append(_memory.scratch("thread-test", 5000, np.uint8).ctypes.data)
-        if ready is not None:
-            ready.set()
-        if hold is not None:
-            hold.wait()
-
-    t = threading.Thread(target=use)
-    t.start()
-    t.join()
-    t = threading.Thread(target=use)
-    t.start()
-    t.join()
-    assert seen[0] == seen[1]  # the second thread got the first one's buffers
-    hold, r1, r2 = threading.Event(), threading.Event(), threading.Event()
-    t1 = threading.Thread(target=use, args=(hold, r1))
-    t2 = threading.Thread(target=use, args=(hold, r2))
-    t1.start()
-    r1.wait()
-    t2.start()
-    r2.wait()
-    hold.set()
-    t1.join()
-    t2.join()
-    assert seen[2] != seen[3]  # two live threads never share a buffer
 
 
 def test_decoded_columns_live_in_arrow_memory():
@@ -318,16 +279,8 @@ def test_decoded_columns_live_in_arrow_memory():
 # -- read_arrow(threads=) ------------------------------------------------------------------
 
 
-@pytest.fixture
-def pool_for_every_batch(monkeypatch):
-    """Decode every batch on the pool (by default small batches stay on the caller)."""
-    from vortex_io.ipc import reader
-
-    monkeypatch.setattr(reader, "THREAD_MIN_ROWS", 0)
-
-
 @pytest.mark.parametrize("name", ["vio", "vio-nulls", "vx", "vx-nulls"])
-def test_threaded_read_equals_single_threaded(streams, name, pool_for_every_batch):
+def test_threaded_read_equals_single_threaded(streams, name):
     data = streams[name]
     one = vio.StreamReader(data).read_arrow(threads=1)
     for n in (2, 3, 8):
@@ -340,31 +293,7 @@ def test_threaded_read_equals_single_threaded(streams, name, pool_for_every_batc
     assert sv1.schema == sv4.schema
 
 
-def test_small_batches_stay_on_the_calling_thread(streams, monkeypatch):
-    """Batches under THREAD_MIN_ROWS never reach the pool (it measured slower for them);
-    with the threshold lowered, compressed columns do."""
-    import concurrent.futures as cf
-
-    from vortex_io.ipc import reader
-
-    submitted = []
-    orig = cf.ThreadPoolExecutor.submit
-
-    def spy(self, fn, *a, **k):
-        submitted.append(fn)
-        return orig(self, fn, *a, **k)
-
-    monkeypatch.setattr(cf.ThreadPoolExecutor, "submit", spy)
-    monkeypatch.setattr("vortex_io._native_glue._off", 1)  # the numpy path's thread pool
-    one = vio.StreamReader(streams["vio"]).read_arrow(threads=1)
-    assert vio.StreamReader(streams["vio"]).read_arrow(threads=2).equals(one)
-    assert submitted == []
-    monkeypatch.setattr(reader, "THREAD_MIN_ROWS", 0)
-    assert vio.StreamReader(streams["vio"]).read_arrow(threads=2).equals(one)
-    assert submitted
-
-
-def test_threaded_read_of_non_struct_and_chunked_batches(pool_for_every_batch):
+def test_threaded_read_of_non_struct_and_chunked_batches():
     buf = io.BytesIO()
     vio.write_ipc(buf, pa.chunked_array([pa.array(range(i * 1000, i * 1000 + 1000))
                                          for i in range(5)]), chunk_rows=1000)
@@ -373,20 +302,26 @@ def test_threaded_read_of_non_struct_and_chunked_batches(pool_for_every_batch):
     assert one.to_pylist() == list(range(5000))
 
 
-def test_threads_default_follows_pyarrow_cpu_count(monkeypatch):
-    from vortex_io.ipc import reader
+def test_threads_default_is_every_core_and_is_checked():
+    from vortex_io import _native_glue as ng
 
-    monkeypatch.setattr(pa, "cpu_count", lambda: 1)
-    assert reader._decode_threads(None) == 1
-    monkeypatch.setattr(pa, "cpu_count", lambda: 64)
-    assert reader._decode_threads(None) == 8
-    assert reader._decode_threads(3) == 3
+    if ng.enabled():
+        assert ng.decode_threads(None) == ng.native().hardware_threads() >= 1
+    assert ng.decode_threads(3) == 3
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError):
-            reader._decode_threads(bad)
+            ng.decode_threads(bad)
+        with pytest.raises(ValueError):
+            vio.StreamReader(io.BytesIO(b"").getvalue() or _tiny()).read_arrow(threads=bad)
 
 
-def test_threaded_read_raises_vortex_errors(streams, pool_for_every_batch):
+def _tiny() -> bytes:
+    buf = io.BytesIO()
+    vio.write_ipc(buf, pa.table({"x": [1]}))
+    return buf.getvalue()
+
+
+def test_threaded_read_raises_vortex_errors(streams):
     """A batch that fails to decode on a worker raises the same error as on one thread."""
     data = bytearray(streams["vio"])
     msgs = [m for m in parse_stream(bytes(data)) if m.array is not None]

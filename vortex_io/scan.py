@@ -338,7 +338,7 @@ class Scan:
                         message_index=m.index, offset=m.offset, source=reader._src.name)
                 rows = m.header.row_count
                 if kind == "python":
-                    arr = m.array(d, reader.limits, reader._plans, lazy=True)
+                    arr = m.array(d, reader.limits, lazy=True)
                     if start:
                         arr = arr.slice(start, len(arr))
                     yield self._scan_one(arr, m, reader, None if cap < 0 else cap)
@@ -361,7 +361,7 @@ class Scan:
                     by_name[nm] = None if c is None else imp(types[nm].__arrow_c_schema__(), c)
                 if any(v is None for v in by_name.values()):
                     idx = None if pos is None else np.frombuffer(pos, dtype=np.uint32).astype(np.int64)
-                    arr = m.array(d, reader.limits, reader._plans, lazy=True)
+                    arr = m.array(d, reader.limits, lazy=True)
                     meter: list[int] = []
                     token = DECODE_METER.set(meter)
                     try:

@@ -113,7 +113,7 @@ class DateTimePartsEncoding(Encoding):
                 if secs:
                     np.add(out, np.int64(secs) * np.int64(d), out=out)
             else:
-                tmp = _memory.scratch("dtp", n, i64)
+                tmp = np.empty(n, i64)
                 np.multiply(secs, np.int64(d), out=tmp, dtype=i64, casting="unsafe")
                 np.add(out, tmp, out=out)
             if isinstance(subs, int):

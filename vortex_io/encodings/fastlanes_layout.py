@@ -10,10 +10,9 @@ value at chunk position ``FL_ORDER[r // 8] * 16 + (r % 8) * 128 + l``.
 Seen as an ``(8, 128)`` grid, row ``r`` of every lane is one contiguous run of LANES
 positions (always 128 bytes): ``grid[r % 8, FL_ORDER[r // 8] * 16 : ... + LANES]``. So the
 kernels never loop over values or chunks: they transpose the words word-major, extract each
-row for every chunk and lane with whole-array shifts and masks (one numpy call per row for
-large arrays; a handful of broadcast calls over all rows for mid-sized ones; per-value
-gathers for a few chunks), then move the 128-byte runs into chunk order as single
-``V128`` items. Packing runs the same steps backwards.
+row for every chunk and lane with whole-array shifts and masks (one numpy call per row),
+then move the 128-byte runs into chunk order as single ``V128`` items. (This is the
+readable reference; the native core's kernels are in ``native/src/fastlanes.h``.) Packing runs the same steps backwards.
 
 The delta layout transposes each 1024-value chunk first (``transpose_index``) and then runs
 one prefix sum per lane in the same row order as bit-packing.
@@ -54,20 +53,7 @@ FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
 #: unsigned numpy type for each bit width of T
 UNSIGNED = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
 
-
-# unpack strategy by size (measured): per-value gathers up to _GATHER_MAX_CHUNKS chunks, then
-# a few numpy calls over all rows at once up to _BROADCAST_MAX_CHUNKS (a 64Ki-row batch: 1.1x
-# to 1.6x faster there than a call per row, for every width), then one call per row (the
-# broadcast's intermediates outgrow the cache: up to 2x slower at 256 chunks)
-_GATHER_MAX_CHUNKS = 4
-_BROADCAST_MAX_CHUNKS = 64
 _V128 = np.dtype("V128")  # the LANES values of one row of a chunk, for any W
-
-
-def _scratch(slot: str, nbytes: int) -> np.ndarray:
-    """A reusable byte buffer of this thread (``_memory.scratch``: fresh intermediates
-    would page-fault on every decode)."""
-    return _memory.scratch("fl_" + slot, nbytes, np.uint8)
 
 
 def lanes(w: int) -> int:
@@ -161,18 +147,14 @@ def unpack(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
     ut = UNSIGNED[w]
     if b == 0 or nchunks == 0:
         return np.zeros(nchunks * 1024, dtype=ut)
-    if nchunks <= _GATHER_MAX_CHUNKS:
-        return _gather_unpack(words, w, b, nchunks)
-    if nchunks <= _BROADCAST_MAX_CHUNKS:
-        return _unpack_broadcast(words, w, b, nchunks)
     return _unpack_rows(words, w, b, nchunks)
 
 
 def _lane_words(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
-    """The words word-major, (B, chunks * LANES): row k is word k of every lane (scratch)."""
+    """The words word-major, (B, chunks * LANES): row k is word k of every lane."""
     ut = UNSIGNED[w]
     nl = lanes(w)
-    wt = _scratch("wt", words.nbytes).view(ut).reshape(b, nchunks * nl)
+    wt = np.empty((b, nchunks * nl), dtype=ut)
     wt.reshape(b, nchunks, nl)[...] = words.reshape(nchunks, b, nl).transpose(1, 0, 2)
     return wt
 
@@ -191,62 +173,6 @@ def _to_chunk_order(rows: np.ndarray, w: int, nchunks: int, split: bool) -> np.n
     else:
         dst[...] = src.transpose(2, 1, 0)
     return out
-
-
-@cache
-def _row_arrays(w: int, b: int, slots: bool) -> tuple[np.ndarray, ...]:
-    """``row_plan`` as arrays, rows listed in (block, g) slot order when ``slots`` (the
-    order ``_to_chunk_order`` reads) else in natural row order: (word k per row, shift
-    per row, rows that spill, their next word, their left shift), shifts as (n, 1)
-    columns of the W-bit type."""
-    ut = UNSIGNED[w]
-    nl = lanes(w)
-    k_of = np.empty(w, dtype=np.intp)
-    s_of = np.empty(w, dtype=np.int64)
-    spill_at = []
-    for r, (k, s, spill) in enumerate(row_plan(w, b)):
-        o, g = divmod(r, 8)
-        at = FL_ORDER[o] * 16 // nl * 8 + g if slots else r
-        k_of[at] = k
-        s_of[at] = s
-        if spill:
-            spill_at.append(at)
-    sp = np.asarray(sorted(spill_at), dtype=np.intp)
-    tabs = (k_of, s_of.astype(ut)[:, None], sp, k_of[sp] + 1, (w - s_of[sp]).astype(ut)[:, None])
-    for t in tabs:
-        t.flags.writeable = False
-    return tabs
-
-
-def _broadcast_rows(words: np.ndarray, w: int, b: int, nchunks: int, slots: bool,
-                    rows: np.ndarray) -> np.ndarray:
-    """Every row of every lane into ``rows`` (W, chunks * LANES), in slot or natural order
-    (``_row_arrays``), masked, in a few numpy calls each over all rows at once (spill
-    temporaries in scratch: fresh ones page-fault)."""
-    ut = UNSIGNED[w]
-    m = nchunks * lanes(w)
-    k, s, sp, k2, s2 = _row_arrays(w, b, slots)
-    wt = _lane_words(words, w, b, nchunks)
-    np.take(wt, k, axis=0, out=rows, mode="clip")
-    np.right_shift(rows, s, out=rows)
-    if len(sp):
-        nb = len(sp) * m * ut.itemsize
-        hi = np.take(wt, k2, axis=0, mode="clip", out=_scratch("hi", nb).view(ut).reshape(len(sp), m))
-        np.left_shift(hi, s2, out=hi)
-        lo = np.take(rows, sp, axis=0, mode="clip", out=_scratch("lo", nb).view(ut).reshape(len(sp), m))
-        np.bitwise_or(hi, lo, out=hi)
-        rows[sp] = hi
-    if b < w:
-        np.bitwise_and(rows, _mask(w, b, ut), out=rows)
-    return rows
-
-
-def _unpack_broadcast(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
-    """Few numpy calls, each over every row at once (best for small arrays)."""
-    ut = UNSIGNED[w]
-    rows = _scratch("rows", nchunks * 1024 * ut.itemsize).view(ut).reshape(w, nchunks * lanes(w))
-    return _to_chunk_order(_broadcast_rows(words, w, b, nchunks, True, rows), w, nchunks,
-                           split=False)
 
 
 def _extract_row(wt: np.ndarray, k: int, s: int, spill: bool, w: int, dst: np.ndarray,
@@ -270,8 +196,8 @@ def _unpack_rows(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
     m = nchunks * nl
     wt = _lane_words(words, w, b, nchunks)
     # rows[j, g] holds row r = 8 * o + g, where j is the 128-column block FL_ORDER[o] maps to
-    rows = _scratch("rows", nchunks * 1024 * ut.itemsize).view(ut).reshape(nblk, 8, m)
-    tmp = _scratch("tmp", m * ut.itemsize).view(ut)
+    rows = np.empty((nblk, 8, m), dtype=ut)
+    tmp = np.empty(m, dtype=ut)
     for r, (k, s, spill) in enumerate(row_plan(w, b)):
         o, g = divmod(r, 8)
         _extract_row(wt, k, s, spill, w, rows[FL_ORDER[o] * 16 // nl, g], tmp)
@@ -327,30 +253,14 @@ def unpack_rows(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
     m = nchunks * nl
     if b == 0 or nchunks == 0:
         return np.zeros((w, m), dtype=ut)
-    if nchunks <= _BROADCAST_MAX_CHUNKS:
-        return _unpack_rows_broadcast(words, w, b, nchunks)
     wt = _lane_words(words, w, b, nchunks)
     rows = _memory.empty(w * m, ut).reshape(w, m)
-    tmp = _scratch("tmp", m * ut.itemsize).view(ut)
+    tmp = np.empty(m, dtype=ut)
     for r, (k, s, spill) in enumerate(row_plan(w, b)):
         _extract_row(wt, k, s, spill, w, rows[r], tmp)
     if b < w:
         np.bitwise_and(rows, _mask(w, b, ut), out=rows)
     return rows
-
-
-def _unpack_rows_broadcast(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
-    """``unpack_rows`` in a few numpy calls, each over every row at once."""
-    ut = UNSIGNED[w]
-    m = nchunks * lanes(w)
-    rows = _memory.empty(w * m, ut).reshape(w, m)  # (a fresh array: the caller keeps it)
-    return _broadcast_rows(words, w, b, nchunks, False, rows)
-
-
-def _gather_unpack(words: np.ndarray, w: int, b: int, nchunks: int) -> np.ndarray:
-    word, s, spill_word, spill_shift = _gather_tables(w, b)
-    w2 = words.reshape(nchunks, 1024 * b // w)
-    return _extract(w2, word, s, spill_word, spill_shift, w, b).reshape(-1)
 
 
 def _extract(words: np.ndarray, word: np.ndarray, s: np.ndarray, spill_word: np.ndarray,
@@ -405,7 +315,7 @@ def pack(values: np.ndarray, b: int, *, fits: bool = False) -> np.ndarray:
     if b == 0 or nchunks == 0:
         return np.zeros(0, dtype=ut)
     # chunk order -> (block, g, chunk, lane) rows, moving 128-byte runs as 'V128' items
-    rows = _scratch("rows", n * ut.itemsize).view(ut)
+    rows = np.empty(n, dtype=ut)
     src = np.ascontiguousarray(values).view(_V128).reshape(nchunks, 8, nblk)
     dst = rows.view(_V128).reshape(nblk, 8, nchunks)
     for g in range(8):
@@ -414,7 +324,7 @@ def pack(values: np.ndarray, b: int, *, fits: bool = False) -> np.ndarray:
     if b < w and not fits:
         np.bitwise_and(rows, _mask(w, b, ut), out=rows)
     wt = np.zeros((b, m), dtype=ut)
-    tmp = _scratch("tmp", m * ut.itemsize).view(ut)
+    tmp = np.empty(m, dtype=ut)
     for r, (k, s, spill) in enumerate(row_plan(w, b)):
         o, g = divmod(r, 8)
         row = rows[FL_ORDER[o] * 16 // nl, g]

@@ -316,20 +316,16 @@ def fsst_decompress(symbols: np.ndarray, lengths: np.ndarray, codes: np.ndarray,
     base = 0
     for i in range(0, m, DECODE_BLOCK):
         c = codes[i : i + DECODE_BLOCK]
-        # block temporaries in per-thread scratch (fresh ones would page-fault every time)
-        t = _memory.scratch("fsst_tok", len(c), np.intp)
-        np.copyto(t, c)
+        t = c.astype(np.intp)
         if len(lits):
             lo, hi = np.searchsorted(lits, (i, i + len(t)))
             t[lits[lo:hi] - i] += 256
-        ln = np.take(lentab, t, out=_memory.scratch("fsst_len", len(t), np.uint8), mode="clip")
+        ln = np.take(lentab, t, mode="clip")
         nb = int(ln.sum(dtype=np.int64))
         if base + nb > limit:
             raise MalformedStreamError(f"{what}: codes decode to more than {limit} bytes")
-        words = np.take(valtab, t, out=_memory.scratch("fsst_words", len(t), _U64),
-                        mode="clip").view(np.uint8)
-        keep = np.take(masktab, t, out=_memory.scratch("fsst_keep", len(t), _U64),
-                       mode="clip").view(np.bool_)
+        words = np.take(valtab, t, mode="clip").view(np.uint8)
+        keep = np.take(masktab, t, mode="clip").view(np.bool_)
         if expected is not None:
             np.compress(keep, words, out=out[base : base + nb])
         else:

@@ -30,7 +30,7 @@ def zigzag_decode_values(u: np.ndarray, out: np.ndarray | None = None) -> np.nda
     unsigned array of u's shape that may be ``u`` itself, or a new array)."""
     one = u.dtype.type(1)
     # -(u & 1) in unsigned arithmetic: 0 or all ones (in per-thread scratch)
-    neg = _memory.scratch("zigzag", u.size, u.dtype).reshape(u.shape)
+    neg = np.empty(u.shape, dtype=u.dtype)
     np.bitwise_and(u, one, out=neg)
     np.negative(neg, out=neg)
     if out is None:

@@ -7,7 +7,6 @@ misaligned); nothing is decompressed here.
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 from dataclasses import dataclass, field
 from operator import add as _add
@@ -30,7 +29,7 @@ from .schema import (
     encode_array_fb,
 )
 
-__all__ = ["HeaderPlans", "Message", "decode_array_body", "serialize_array", "aligned_empty"]
+__all__ = ["Message", "decode_array_body", "serialize_array", "aligned_empty"]
 
 _U32 = struct.Struct("<I")
 _BUFFER_SPEC = struct.Struct("<HBBI")
@@ -72,20 +71,18 @@ class Message:
             raise e.locate(message_index=self.index, offset=self.offset) from None
 
     def array(self, dtype: dt.DType, limits: ReaderLimits = DEFAULT_LIMITS,
-              plans: HeaderPlans | None = None, lazy: bool = False) -> Array:
+              lazy: bool = False) -> Array:
         """The array carried by an Array message, decoded against the stream's dtype
-        (``plans``: the reader's cache of repeated headers, see ``HeaderPlans``; ``lazy``:
-        struct fields built on first use, see ``decode_array_body``)."""
+        (``lazy``: struct fields built on first use, see ``decode_array_body``)."""
         if self.type != MessageType.ARRAY:
             raise MalformedStreamError(f"expected an Array message, got {self.type.name}",
                                        message_index=self.index, offset=self.offset)
-        return _located(self, dtype, limits, plans, lazy)
+        return _located(self, dtype, limits, lazy)
 
 
-def _located(msg: Message, dtype: dt.DType, limits: ReaderLimits,
-             plans: HeaderPlans | None = None, lazy: bool = False) -> Array:
+def _located(msg: Message, dtype: dt.DType, limits: ReaderLimits, lazy: bool = False) -> Array:
     try:
-        return decode_array_body(msg.body, msg.header, dtype, limits, plans, lazy)
+        return decode_array_body(msg.body, msg.header, dtype, limits, lazy)
     except VortexIPCError as e:
         raise e.locate(message_index=msg.index, offset=msg.offset) from None
     except (IndexError, KeyError, struct.error, OverflowError, TypeError, ValueError,
@@ -195,8 +192,7 @@ class _Builder:
     Nodes are read straight off the flatbuffer (one ``struct`` call for a node's vtable,
     every offset bounds-checked) rather than through ``flatbuf.Table`` objects: with
     zero-copy bodies this per-node work is most of what a reader pays for headers.
-    ``_node`` is that walk (positions only), ``_make`` builds an Array from what it found;
-    ``_TemplateBuilder`` replays recorded walks for headers of the same structure.
+    ``_node`` is that walk (positions only), ``_make`` builds an Array from what it found.
     """
 
     __slots__ = ("buf", "buffers", "encodings", "lazy", "limits", "nodes", "size", "_encs")
@@ -227,8 +223,8 @@ class _Builder:
 
     def _node(self, pos: int) -> tuple[Any, ...]:
         """The ArrayNode table at ``pos``: (encoding index, metadata start, metadata
-        length, child table positions, buffer indices, stats table position, vtable
-        position, vtable slots, the five field offsets), every position checked."""
+        length, child table positions, buffer indices, stats table position), every
+        position checked."""
         buf = self.buf
         size = self.size
         vt, k = _vtable(buf, size, pos, "ArrayNode")
@@ -267,13 +263,13 @@ class _Builder:
             if st + 4 > size or st == p:
                 raise MalformedStreamError(
                     "flatbuffer field ArrayNode.ArrayStats points outside the header")
-        return (ei, ms, mn, kids, bidx, st, pos, vt, k, offs)
+        return (ei, ms, mn, kids, bidx, st)
 
     def _make(self, spec: tuple[Any, ...], kids: Any, dtype: dt.DType, length: int,
               depth: int) -> Array:
         """The Array of a node ``_node`` read; ``kids`` are what ``ArrayParts.child``
-        hands back to this builder for each child (positions, or recorded walks)."""
-        ei, ms, mn, _, bidx, st = spec[:6]
+        hands back to this builder for each child (their positions)."""
+        ei, ms, mn, _, bidx, st = spec
         if ei >= len(self.encodings):
             raise MalformedStreamError(
                 f"array node names encoding #{ei}; the message lists {len(self.encodings)}"
@@ -307,170 +303,9 @@ class _Builder:
                 e._pathed = True  # type: ignore[attr-defined]
             raise
 
-    def _structure(self, pos: int, depth: int, ranges: list[tuple[int, int]]) -> tuple[Any, Any]:
-        """The whole tree's walk from the node at ``pos`` as (spec, child walks), adding
-        to ``ranges`` every header byte range the walk read (what must be equal for
-        another header to walk the same way)."""
-        self._enter(depth)
-        spec = self._node(pos)
-        buf = self.buf
-        kids, pos, vt, k, offs = spec[3], spec[6], spec[7], spec[8], spec[9]
-        ranges.append((pos, pos + 4))
-        ranges.append((vt, vt + 4 + 2 * min(k, 5)))
-        o_enc, o_meta, o_kids, o_bufs, o_stats = offs
-        if o_enc:
-            ranges.append((pos + o_enc, pos + o_enc + 2))
-        for o, elem in ((o_meta, 0), (o_kids, 4), (o_bufs, 2)):
-            if o:  # the offset, the length and (but for metadata) the elements
-                p = pos + o
-                t = p + _U32.unpack_from(buf, p)[0]
-                ranges.append((p, p + 4))
-                ranges.append((t, t + 4 + elem * _U32.unpack_from(buf, t)[0]))
-        if o_stats:
-            ranges.append((pos + o_stats, pos + o_stats + 4))
-        return spec, [self._structure(c, depth + 1, ranges) for c in kids]
-
-
-class _TemplateBuilder(_Builder):
-    """A ``_Builder`` whose nodes come from a recorded walk (``HeaderPlans`` templates):
-    metadata bytes and statistics are read from this header at the recorded positions,
-    everything else about a node is as recorded."""
-
-    __slots__ = ()
-
-    def __call__(self, walk: Any, dtype: dt.DType, length: int, depth: int) -> Array:
-        self._enter(depth)
-        spec, kids = walk
-        return self._make(spec, kids, dtype, length, depth)
-
-
-class HeaderPlans:
-    """A reader's cache of array headers it has seen more than once.
-
-    The messages of a stream often carry byte-identical Array flatbuffers: every batch of
-    a canonical stream, the requests and responses of an RPC, metadata-only batches. The
-    tree such a header describes (encodings, dtypes, lengths, parsed metadata, which
-    buffer each node holds) depends only on those bytes (buffer sizes aside), the row
-    count and the stream's dtype and limits, all fixed for one reader. From the second sighting on
-    a header is kept as a plan, and later messages carrying the same bytes are built from
-    it: their buffers are sliced from their own body and every node's ``validate`` runs
-    again (some encodings check buffer contents), but the flatbuffer walk, metadata
-    parsing and child derivation are skipped. Plans hold no buffers; at most ``size``
-    are kept (oldest dropped first). One instance per reader: never share it between
-    streams of different dtypes or limits.
-
-    Compressed batches rarely repeat their headers byte for byte (each carries its own
-    statistics and metadata: FoR references, patch counts...), but they usually repeat
-    their structure. For those a reader keeps *templates*: the recorded walk of a header
-    and the header bytes that walk read (vtables, field offsets, vector lengths, child
-    offsets, buffer indices, encoding indices). A later header of the same length whose
-    bytes at those positions are equal walks identically, so it is built from the
-    template: its metadata bytes and statistics are read afresh at the recorded positions
-    and every node is built and validated as usual (only the flatbuffer walk is skipped).
-    Templates also serve lazily built scans.
-    """
-
-    __slots__ = ("_plans", "_templates", "size", "hits", "template_hits")
-
-    def __init__(self, size: int = 8) -> None:
-        self._plans: dict[tuple[Any, ...], Any] = {}
-        self._templates: dict[tuple[Any, ...], Any] = {}
-        self.size = size
-        self.hits = 0
-        self.template_hits = 0
-
-    def get(self, key: tuple[Any, ...]) -> Any:
-        return self._plans.get(key, _UNSEEN)
-
-    def put(self, key: tuple[Any, ...], plan: Any) -> None:
-        self._put(self._plans, key, plan)
-
-    def template(self, key: tuple[Any, ...]) -> Any:
-        return self._templates.get(key, _UNSEEN)
-
-    def put_template(self, key: tuple[Any, ...], template: Any) -> None:
-        self._put(self._templates, key, template)
-
-    def _put(self, d: dict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
-        d.pop(key, None)
-        if len(d) >= self.size:
-            del d[next(iter(d))]
-        d[key] = value
-
-
-def _template_of(builder: _Builder, root_pos: int, fb: np.ndarray) -> Any:
-    """A template (see ``HeaderPlans``) of the header ``fb`` whose root node is at
-    ``root_pos``: (header positions the walk read, their bytes, the walk), or None when
-    the whole tree does not walk (a lazily built batch may never touch a bad field)."""
-    ranges: list[tuple[int, int]] = []
-    try:
-        walk = builder._structure(root_pos, 0, ranges)
-    except VortexIPCError:
-        return None
-    starts = np.array([a for a, _ in ranges], dtype=np.intp)
-    lens = np.array([b - a for a, b in ranges], dtype=np.intp)
-    # every position of every range, as one index array (ranges may overlap)
-    idx = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
-    idx = np.unique(idx)
-    return idx, fb[idx].copy(), walk
-
-
-_UNSEEN = object()
-_SEEN_ONCE = object()
-
-
-def _plan_of(arr: Array, buffers: list[np.ndarray]) -> Any:
-    """The plan of a freshly built tree (see ``HeaderPlans``), or None when a node was
-    built by a custom ``Encoding.build`` or holds a buffer that is not one of the
-    message's own (neither can be replayed from the header alone)."""
-    from ..array import Encoding
-
-    where = {id(b): i for i, b in enumerate(buffers)}
-
-    def visit(a: Array) -> Any:
-        enc = a._enc
-        if type(enc).build is not Encoding.build:
-            return None
-        bidx = []
-        for b in a.buffers:
-            i = where.get(id(b))
-            if i is None:
-                return None
-            bidx.append(i)
-        kids = []
-        for c in a.children:
-            k = visit(c)
-            if k is None:
-                return None
-            kids.append(k)
-        # (validate is called again on every node built from the plan, unless it is the
-        # default no-op)
-        validate = enc.validate if type(enc).validate is not Encoding.validate else None
-        return (enc, a.dtype, a._len, a.metadata, tuple(bidx), a._stats,
-                a._cache.get("meta"), tuple(kids), validate)
-
-    return visit(arr)
-
-
-def _from_plan(plan: Any, buffers: list[np.ndarray], limits: ReaderLimits) -> Array:
-    enc, dtype, length, metadata, bidx, stats, meta, kids, validate = plan
-    arr = Array(enc, dtype, length, metadata=metadata,
-                buffers=tuple([buffers[i] for i in bidx]),
-                children=tuple([_from_plan(k, buffers, limits) for k in kids]) if kids else (),
-                stats=None if stats is None else dataclasses.replace(stats))
-    cache = arr._cache
-    cache["meta"] = meta
-    cache["limits"] = limits
-    if validate is not None:
-        validate(arr, limits)
-    return arr
-
-
 def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
-                      limits: ReaderLimits = DEFAULT_LIMITS,
-                      plans: HeaderPlans | None = None, lazy: bool = False) -> Array:
-    """Decode an Array message body into a lazily decoded encoding tree (``plans``: a
-    reader's ``HeaderPlans``, to build repeated headers from a plan; ``lazy``: the root
+                      limits: ReaderLimits = DEFAULT_LIMITS, lazy: bool = False) -> Array:
+    """Decode an Array message body into a lazily decoded encoding tree (``lazy``: the root
     struct's fields are built from the header on first use, see ``LazyChildren``)."""
     if header.row_count > limits.max_rows_per_message:
         raise LimitExceededError(
@@ -495,17 +330,6 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
     arr_t = root(memoryview(fb), "Array")
     buffers: list[np.ndarray] = []
     v = arr_t.vector_raw(1, 8, "Array.buffers")
-    key = None
-    plan: Any = None
-    if plans is not None:
-        # the header's bytes but for the buffer lengths and paddings (string data and
-        # the like vary from batch to batch; every node's validate checks them again)
-        if v is None:
-            key = (fb.tobytes(), header.row_count, header.encodings)
-        else:
-            key = (fb[: v[0]].tobytes(), fb[v[0] + 8 * v[1] :].tobytes(), header.row_count,
-                   header.encodings)
-        plan = plans.get(key)
     if v is not None:
         start, nspecs = v
         if nspecs > limits.max_buffers:
@@ -536,36 +360,11 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
                 b = _aligned(b, exp, base + pos)
             buffers.append(b)
             pos = end
-    if plan is not _UNSEEN and plan is not _SEEN_ONCE and plan is not None:
-        plans.hits += 1  # type: ignore[union-attr]
-        return _from_plan(plan, buffers, limits)
     root_pos = arr_t._deref(0, "ArrayNode")
     if not root_pos:
         raise MalformedStreamError("array message has no root node")
-    tmpl: Any = None
-    if plans is not None:
-        tkey = (fb_len, root_pos, header.row_count, header.encodings, len(buffers))
-        tmpl = plans.template(tkey)
-        if type(tmpl) is tuple:
-            at, want, walk = tmpl
-            if np.array_equal(fb[at], want):  # the same structure: walk as recorded
-                plans.template_hits += 1
-                return _TemplateBuilder(header.encodings, buffers, limits, arr_t.buf, lazy)(
-                    walk, dtype, header.row_count, 0)
-    builder = _Builder(header.encodings, buffers, limits, arr_t.buf, lazy)
-    arr = builder(root_pos, dtype, header.row_count, 0)
-    if plans is not None and tmpl is _UNSEEN:
-        plans.put_template(tkey, _SEEN_ONCE)
-    elif plans is not None and tmpl is _SEEN_ONCE:  # seen twice: record its walk
-        plans.put_template(tkey, _template_of(
-            _Builder(header.encodings, buffers, limits, arr_t.buf), root_pos, fb))
-    if lazy:  # (a plan would build every field now)
-        return arr
-    if plans is not None and plan is not None:  # (None: seen, and not replayable)
-        # the first sighting only marks the header: streams whose headers never repeat
-        # (compressed batches carry their own statistics) pay for no plans
-        plans.put(key, _SEEN_ONCE if plan is _UNSEEN else _plan_of(arr, buffers))
-    return arr
+    return _Builder(header.encodings, buffers, limits, arr_t.buf, lazy)(
+        root_pos, dtype, header.row_count, 0)
 
 
 # -- writing --------------------------------------------------------------------------------

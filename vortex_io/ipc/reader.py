@@ -21,7 +21,7 @@ from ..errors import MalformedStreamError, VortexIPCError
 from ..limits import DEFAULT_LIMITS, ReaderLimits
 from ..metadata import Metadata
 from .framing import MessageDecoder
-from .messages import HeaderPlans, Message
+from .messages import Message
 from .schema import MessageType
 
 __all__ = ["Batch", "StreamReader", "AsyncStreamReader", "read_ipc"]
@@ -40,7 +40,7 @@ class Batch:
                  msg: Message | None = None, ctx: Any = None) -> None:
         self._array = array
         self._msg = msg
-        self._ctx = ctx  # (dtype, limits, plans, lazy fields) to build the array later
+        self._ctx = ctx  # (dtype, limits, lazy fields) to build the array later
         self.metadata = metadata
         self.index = index
         self.offset = offset
@@ -49,8 +49,8 @@ class Batch:
     def array(self) -> Array:
         """The batch's encoding tree (built on first use when the native core read it)."""
         if self._array is None:
-            d, limits, plans, lazy = self._ctx
-            self._array = self._msg.array(d, limits, plans, lazy)  # type: ignore[union-attr]
+            d, limits, lazy = self._ctx
+            self._array = self._msg.array(d, limits, lazy)  # type: ignore[union-attr]
         return self._array
 
     @property
@@ -82,11 +82,11 @@ class Batch:
 
         from ..arrow import to_arrow_schema
 
-        d, limits, plans, _ = self._ctx
+        d, limits, _ = self._ctx
         m = self._msg
         assert m is not None
         fields = _table_fields(d)
-        cols = native_columns([m], d, limits, plans, fields, string_view, 1)[0]
+        cols = native_columns([m], d, limits, fields, string_view, 1)[0]
         if fields is None:
             return cols[0]
         from ..arrow import string_view_output
@@ -114,7 +114,7 @@ def _table_fields(d: dt.DType) -> list[int] | None:
     return None
 
 
-def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits, plans: HeaderPlans,
+def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
                    fields: list[int] | None, string_view: bool, threads: int
                    ) -> list[list[Any]]:
     """Each message's columns (the root fields ``fields``, or the whole array when None) as
@@ -144,7 +144,7 @@ def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits, plans
         cols = [None if c is None else imp(t.__arrow_c_schema__(), c) for c, t in zip(r[1], types)]
         if any(c is None for c in cols):
             try:
-                cols = _python_columns(m, d, limits, plans, fields, cols, string_view)
+                cols = _python_columns(m, d, limits, fields, cols, string_view)
             except VortexIPCError as e:
                 raise _Partial(out, e) from None
         out.append(cols)
@@ -159,7 +159,7 @@ class _Partial(Exception):
         self.error = error
 
 
-def _python_columns(m: Message, d: dt.DType, limits: ReaderLimits, plans: HeaderPlans,
+def _python_columns(m: Message, d: dt.DType, limits: ReaderLimits,
                     fields: list[int] | None, out: list[Any], string_view: bool) -> list[Any]:
     """The columns the native core left to Python (subtrees of encodings it does not
     know), decoded by the Python implementation."""
@@ -169,7 +169,7 @@ def _python_columns(m: Message, d: dt.DType, limits: ReaderLimits, plans: Header
 
     try:
         with string_view_output(string_view):
-            arr = m.array(d, limits, plans, lazy=fields is not None)
+            arr = m.array(d, limits, lazy=fields is not None)
             for j, c in enumerate(out):
                 if c is not None:
                     continue
@@ -186,19 +186,7 @@ def _python_columns(m: Message, d: dt.DType, limits: ReaderLimits, plans: Header
     return out
 
 
-def _decode_threads(threads: int | None) -> int:
-    """How many threads ``read_arrow`` decodes on (``None``: pyarrow's CPU count, <= 8)."""
-    if threads is None:
-        import pyarrow as pa
-
-        return max(1, min(8, pa.cpu_count()))
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive integer or None, not {threads!r}")
-    return threads
-
-
-def _batch(m: Message, d: dt.DType, limits: ReaderLimits, plans: HeaderPlans, lazy: bool
-           ) -> Batch:
+def _batch(m: Message, d: dt.DType, limits: ReaderLimits, lazy: bool) -> Batch:
     """The Batch of an Array message: with the native core, its header is walked and
     checked natively now (the errors the reference builder raises, raised here) and the
     Python tree is built only if asked for; else the Python tree now."""
@@ -207,47 +195,13 @@ def _batch(m: Message, d: dt.DType, limits: ReaderLimits, plans: HeaderPlans, la
             [(m.body, m.header.row_count, m.header.encodings, ng.known_flags(m.header.encodings))], 1)[0]
         if r is not None:
             raise ng.error_of(r[0], r[1]).locate(message_index=m.index, offset=m.offset)
-        return Batch(None, m.metadata, m.index, m.offset, m, (d, limits, plans, lazy))
-    return Batch(m.array(d, limits, plans, lazy), m.metadata, m.index, m.offset)
+        return Batch(None, m.metadata, m.index, m.offset, m, (d, limits, lazy))
+    return Batch(m.array(d, limits, lazy), m.metadata, m.index, m.offset)
 
-
-class _Done:
-    """A finished 'future' (the single-threaded path runs tasks on the spot)."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: Any) -> None:
-        self._value = value
-
-    def result(self) -> Any:
-        return self._value
-
-
-#: batches with fewer rows decode on the calling thread even when ``threads`` > 1
-THREAD_MIN_ROWS = 1 << 18
 
 #: the native core decodes up to this many messages (or bytes of bodies) in one call
 NATIVE_WINDOW_MESSAGES = 64
 NATIVE_WINDOW_BYTES = 64 << 20
-
-
-def _canonical_tree(a: Array) -> bool:
-    """Whether every node under ``a`` is canonical (nothing to decompress)."""
-    return a.is_canonical and all(_canonical_tree(c) for c in a.children)
-
-
-def _runner(pool: Any) -> Any:
-    """run(fn, inline=False) -> object with .result(): on ``pool`` in a copy of the caller's
-    context (string_view output and decode meters are context variables), or right away
-    when there is no pool or ``inline``."""
-    import contextvars
-
-    def run(fn: Any, inline: bool = False) -> Any:
-        if pool is None or inline:
-            return _Done(fn())
-        return pool.submit(contextvars.copy_context().run, fn)
-
-    return run
 
 
 def _check_stream_message(msg: Message) -> None:
@@ -355,7 +309,6 @@ class StreamReader:
         self.limits = limits or DEFAULT_LIMITS
         self._src = _Source(source)
         self._dec = MessageDecoder(limits=self.limits)
-        self._plans = HeaderPlans()
         #: build struct fields on first use (a scan sets it: it locates errors itself)
         self._lazy_fields = False
         self._done = False
@@ -399,7 +352,7 @@ class StreamReader:
                 self._src.close()
                 raise StopIteration
             _check_stream_message(m)
-            return _batch(m, self.dtype, self.limits, self._plans, self._lazy_fields)
+            return _batch(m, self.dtype, self.limits, self._lazy_fields)
         except VortexIPCError as e:
             self._done = True
             raise e.locate(source=self._src.name) from None
@@ -424,26 +377,19 @@ class StreamReader:
         ``string_view=True`` decodes strings to Arrow ``string_view`` (what Polars uses
         natively; dictionary-encoded strings then decode without copying their bytes).
 
-        ``threads``: decode on this many threads (messages are still read and their headers
-        parsed in order on the calling thread; the compressed columns of each batch of at
-        least ``THREAD_MIN_ROWS`` rows are decoded on a pool, where numpy and pyarrow
-        release the GIL; smaller batches gain nothing from it). ``None`` follows
-        ``pyarrow.cpu_count()`` (capped at 8), so ``pa.set_cpu_count(1)`` makes every read
-        single-threaded; ``1`` decodes on the calling thread. The result is the same
-        whatever the count.
+        ``threads``: the native core decodes on this many threads (messages are framed in
+        order on the calling thread, then windows of them are decoded column by column on
+        the core's pool with the GIL released); ``None``: every core; ``1``: the calling
+        thread only. The result is the same whatever the count. (The numpy implementation,
+        ``VORTEX_IO_NATIVE=0``, decodes on the calling thread.)
         """
         from ..arrow import string_view_output
 
+        n = ng.decode_threads(threads)
         if ng.enabled():
-            return self._read_arrow_native(string_view, ng.decode_threads(threads))
-        n = _decode_threads(threads)
+            return self._read_arrow_native(string_view, n)
         with string_view_output(string_view):
-            if n <= 1:
-                return self._read_arrow(None)
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max_workers=n, thread_name_prefix="vortex_io-decode") as ex:
-                return self._read_arrow(ex)
+            return self._read_arrow()
 
     def _native_windows(self) -> Iterator[tuple[list[Message], VortexIPCError | None]]:
         """The remaining Array messages in windows for the native core (up to
@@ -482,7 +428,7 @@ class StreamReader:
         for msgs, err in self._native_windows():
             if msgs:
                 try:
-                    done = native_columns(msgs, self.dtype, self.limits, self._plans, fields,
+                    done = native_columns(msgs, self.dtype, self.limits, fields,
                                           string_view, threads)
                 except _Partial as p:
                     yield from zip(msgs, p.done)
@@ -520,38 +466,27 @@ class StreamReader:
         return pa.Table.from_arrays(
             [pa.chunked_array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
 
-    def _read_arrow(self, pool: Any) -> Any:
+    def _read_arrow(self) -> Any:
+        """``read_arrow`` by the numpy implementation, batch by batch."""
         import pyarrow as pa
 
-        run = _runner(pool)
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable and self.dtype.names:
             # columns straight from each batch's fields: no per-batch StructArray/RecordBatch
             schema = self.schema
             cols: list[list[Any]] = [[] for _ in self.dtype.names]
-            pending = []
             for b in self:
                 arr = b.array
                 if arr.encoding == "vortex.struct" and len(arr.children) == len(arr.dtype.dtypes):
-                    # canonical columns are zero-copy views, and small batches decode in
-                    # many short numpy calls that contend for the GIL: on a pool both cost
-                    # more than they gain (measured: 64Ki-row batches 1.0-1.3x slower on 2
-                    # threads, 1Mi-row batches 1.1-1.2x faster)
-                    small = len(arr) < THREAD_MIN_ROWS
-                    pending.append([run(c.to_arrow, small or _canonical_tree(c))
-                                    for c in arr.children])
+                    fields = [c.to_arrow() for c in arr.children]
                 else:
-                    pending.append(run(lambda b=b: b.to_arrow().columns,
-                                       len(arr) < THREAD_MIN_ROWS))
-            for p in pending:
-                fields = [f.result() for f in p] if isinstance(p, list) else p.result()
+                    fields = b.to_arrow().columns
                 for col, f in zip(cols, fields):
                     col.extend(f.chunks if isinstance(f, pa.ChunkedArray) else (f,))
             return pa.Table.from_arrays(
                 [pa.chunked_array([c if c.type == fld.type else c.cast(fld.type) for c in col],
                                   type=fld.type) for col, fld in zip(cols, schema)],
                 schema=schema)
-        batches = [f.result() for f in [run(b.to_arrow, len(b.array) < THREAD_MIN_ROWS)
-                                        for b in self]]
+        batches = [b.to_arrow() for b in self]
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable:
             return pa.Table.from_batches(batches, schema=self.schema)
         return pa.chunked_array(batches, type=self.dtype.to_arrow())
@@ -617,7 +552,6 @@ class AsyncStreamReader:
         self.limits = limits or DEFAULT_LIMITS
         self._stream = stream
         self._dec = MessageDecoder(limits=self.limits)
-        self._plans = HeaderPlans()
         #: build struct fields on first use (a scan sets it: it locates errors itself)
         self._lazy_fields = False
         self._done = False
@@ -675,7 +609,7 @@ class AsyncStreamReader:
         _check_stream_message(m)
         assert self.dtype is not None
         try:
-            return _batch(m, self.dtype, self.limits, self._plans, self._lazy_fields)
+            return _batch(m, self.dtype, self.limits, self._lazy_fields)
         except VortexIPCError:
             self._done = True
             raise
