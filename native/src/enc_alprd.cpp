@@ -119,6 +119,11 @@ class AlpRdEnc : public Encoding {
     with_int_ptype(left.ptype, [&](auto t) {
       using C = decltype(t);
       const C* cd = left.vals<C>();
+      // the OR of the codes bounds their maximum (and vectorizes in any width): below a
+      // dictionary size that is a power of two (ALP-RD's: up to 8), every code is in range
+      C acc = 0;
+      for (uint64_t i = 0; i < len; i++) acc = C(acc | cd[i]);
+      if (uint64_t(acc) < nd) return;
       uint64_t mx = 0;
       for (uint64_t i = 0; i < len; i++) mx = uint64_t(cd[i]) > mx ? uint64_t(cd[i]) : mx;
       if (mx < nd) return;
