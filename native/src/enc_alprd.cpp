@@ -104,6 +104,8 @@ class AlpRdEnc : public Encoding {
     const PType rp = sizeof(T) == 8 ? PType::U64 : PType::U32;
     if (right.ptype != rp || right.len != len)
       malformed("vortex.alprd right parts are ", ptype_name(right.ptype), ", expected ", ptype_name(rp));
+    if (left.values.len < len * uint64_t(ptype_width(left.ptype)) || right.values.len < len * sizeof(T))
+      malformed("vortex.alprd: a child decoded short");
     const uint8_t* valid = left.validity.empty() ? nullptr : left.validity.data();
     // the dictionary, shifted into place
     const unsigned rbw = m.right_bit_width;
