@@ -45,37 +45,95 @@ struct Alp<float> {
 };
 
 // one value, as the reference computes it: the float of k (correctly rounded), times
-// F10[f], times IF10[e]. (For f64, x86-64 before AVX-512 has no packed int64 -> double:
-// the loop runs one scalar conversion a value, ~1 cycle, which -O3 keeps off its false
-// dependency with a pxor; f32 converts 4 lanes at once.)
+// F10[f], times IF10[e]
 template <class F>
 inline F alp_value(typename Alp<F>::I k, F mf, F me) {
   return F(k) * mf * me;
 }
 
+// int64 -> double, correctly rounded (what the conversion instruction gives), in integer
+// and double lane operations: x86-64 has no packed int64 -> double before AVX-512, and the
+// scalar conversion runs about one a cycle. With u = x + 2^63 as an unsigned split in
+// 32-bit halves, 2^84 + hi * 2^32 and 2^52 + lo are doubles by their bits; (that -
+// (2^84 + 2^63 + 2^52)) is exact, and adding (2^52 + lo) rounds once.
+inline double i64_to_f64(int64_t x) {
+  uint64_t u = uint64_t(x) ^ 0x8000000000000000ull;
+  uint64_t hb = (u >> 32) | 0x4530000000000000ull;          // 2^84 + hi * 2^32
+  uint64_t lb = (u & 0xFFFFFFFFull) | 0x4330000000000000ull;  // 2^52 + lo
+  const uint64_t cb = 0x4530000080100000ull;                  // 2^84 + 2^63 + 2^52
+  double h, l, cc;
+  std::memcpy(&h, &hb, 8);
+  std::memcpy(&l, &lb, 8);
+  std::memcpy(&cc, &cb, 8);
+  return (h - cc) + l;
+}
+
+// alp_value for the lane loops: the same value, the f64 conversion in lane operations
+template <class F>
+inline F alp_lane(typename Alp<F>::I k, F mf, F me) {
+  if constexpr (std::is_same_v<F, double>) return i64_to_f64(k) * mf * me;
+  else return F(k) * mf * me;
+}
+
 // Decoding [src, src + n) of I into F at dst. In place (dst == src, same width) is a
 // separate loop: one pointer, each element loaded then stored, so the compiler vectorizes it
 // without alias checks. (memcpy loads/stores: no type punning, no alignment assumption.)
+// The baseline loops (SSE2) convert f64 with the scalar instruction (cheaper than the lane
+// trick on 2 lanes); on AVX2 machines 4-lane (f64) / 8-lane (f32) clones run instead:
+// measured 0.25 against 0.36-0.6 ns a value for f64.
+#define VX_ALP_LOOPS(SUFFIX, VALUE)                                                            \
+  template <class F>                                                                            \
+  void alp_inplace##SUFFIX(uint8_t* p, uint64_t n, F mf, F me) {                                \
+    using I = typename Alp<F>::I;                                                               \
+    static_assert(sizeof(I) == sizeof(F));                                                      \
+    for (uint64_t i = 0; i < n; i++) {                                                          \
+      I x;                                                                                      \
+      std::memcpy(&x, p + i * sizeof(I), sizeof(I));                                            \
+      F y = VALUE<F>(x, mf, me);                                                                \
+      std::memcpy(p + i * sizeof(F), &y, sizeof(F));                                            \
+    }                                                                                           \
+  }                                                                                             \
+  template <class F>                                                                            \
+  void alp_copy##SUFFIX(const uint8_t* __restrict s, uint8_t* __restrict d, uint64_t n, F mf, F me) { \
+    using I = typename Alp<F>::I;                                                               \
+    for (uint64_t i = 0; i < n; i++) {                                                          \
+      I x;                                                                                      \
+      std::memcpy(&x, s + i * sizeof(I), sizeof(I));                                            \
+      F y = VALUE<F>(x, mf, me);                                                                \
+      std::memcpy(d + i * sizeof(F), &y, sizeof(F));                                            \
+    }                                                                                           \
+  }
+
+VX_ALP_LOOPS(_base, alp_value)
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2")
+VX_ALP_LOOPS(_avx2, alp_lane)
+#pragma GCC pop_options
+inline bool have_avx2() {
+  static const bool v = [] {
+    __builtin_cpu_init();
+    return bool(__builtin_cpu_supports("avx2"));
+  }();
+  return v;
+}
+#define VX_ALP_AVX2 1
+#endif
+#undef VX_ALP_LOOPS
+
 template <class F>
 void alp_inplace(uint8_t* p, uint64_t n, F mf, F me) {
-  using I = typename Alp<F>::I;
-  static_assert(sizeof(I) == sizeof(F));
-  for (uint64_t i = 0; i < n; i++) {
-    I x;
-    std::memcpy(&x, p + i * sizeof(I), sizeof(I));
-    F y = alp_value<F>(x, mf, me);
-    std::memcpy(p + i * sizeof(F), &y, sizeof(F));
-  }
+#ifdef VX_ALP_AVX2
+  if (have_avx2()) return alp_inplace_avx2<F>(p, n, mf, me);
+#endif
+  alp_inplace_base<F>(p, n, mf, me);
 }
 template <class F>
-void alp_copy(const uint8_t* __restrict s, uint8_t* __restrict d, uint64_t n, F mf, F me) {
-  using I = typename Alp<F>::I;
-  for (uint64_t i = 0; i < n; i++) {
-    I x;
-    std::memcpy(&x, s + i * sizeof(I), sizeof(I));
-    F y = alp_value<F>(x, mf, me);
-    std::memcpy(d + i * sizeof(F), &y, sizeof(F));
-  }
+void alp_copy(const uint8_t* s, uint8_t* d, uint64_t n, F mf, F me) {
+#ifdef VX_ALP_AVX2
+  if (have_avx2()) return alp_copy_avx2<F>(s, d, n, mf, me);
+#endif
+  alp_copy_base<F>(s, d, n, mf, me);
 }
 
 // numpy's float32(double) (round to nearest; out of range to +-inf), without UB
