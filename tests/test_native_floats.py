@@ -522,3 +522,37 @@ def test_alp_meta_helpers_untouched():
     assert isinstance(a.meta, ALPMeta) and a.meta.patches.len == 1
     r = alprd_encode(primitive_array(np.array([1.1, 2.2, 1e300])))
     assert isinstance(r.meta, ALPRDMeta)
+
+
+_BASELINE_SCRIPT = """
+import numpy as np
+from tests.native_util import assert_same, stream_of
+from tests.test_native_floats import _nullable, _parts, _prices
+from vortex_io.encodings.alp import alp_array, alp_encode
+from vortex_io.encodings.alprd import alprd_encode
+from vortex_io.encodings.primitive import primitive_array
+rng = np.random.default_rng(10)
+for t in (np.float32, np.float64):
+    v = _prices(rng, t, 3001, specials=30)
+    for a in (alp_encode(_nullable(v, rng)), alprd_encode(_nullable(rng.normal(size=3001).astype(t), rng))):
+        assert_same(stream_of(*_parts(a)))
+    ip, mx = (np.int64, 18) if t == np.float64 else (np.int32, 10)
+    enc = rng.integers(np.iinfo(ip).min, np.iinfo(ip).max, 999, dtype=ip, endpoint=True)
+    assert_same(stream_of(*[alp_array(primitive_array(enc), e, f) for e in range(0, mx + 1, 3)
+                            for f in range(0, mx + 1, 4)]))
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not NATIVE, reason="the native core is off (VORTEX_IO_NATIVE=0)")
+def test_baseline_loops_without_avx2():
+    """The SSE2 loops the AVX2 ones replace at run time (VORTEX_IO_NATIVE_BASELINE=1)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, VORTEX_IO_NATIVE_BASELINE="1")
+    root = Path(__file__).parent.parent
+    r = subprocess.run([sys.executable, "-c", _BASELINE_SCRIPT], env=env, cwd=root, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]

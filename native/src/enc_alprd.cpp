@@ -4,6 +4,8 @@
 // One pass over the rows, written into the right parts' buffer when it is ours alone.
 //
 // No compute hooks (the reference has none: the generic kernels decode and answer).
+#include <cstdlib>
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
@@ -92,7 +94,10 @@ void rd_combine8_avx2(const uint16_t* codes, const uint8_t* right, uint8_t* out,
 }
 #pragma GCC pop_options
 bool have_avx2() {
+  // (VORTEX_IO_NATIVE_BASELINE=1 keeps the baseline loops: their tests run on AVX2 machines)
   static const bool v = [] {
+    const char* e = std::getenv("VORTEX_IO_NATIVE_BASELINE");
+    if (e && *e && *e != '0') return false;
     __builtin_cpu_init();
     return bool(__builtin_cpu_supports("avx2"));
   }();
