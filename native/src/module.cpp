@@ -587,6 +587,10 @@ class Stream {
 
 }  // namespace
 
+namespace vx {
+void bind_kernel_probe(nb::module_& m);  // probe.cpp (test-only)
+}
+
 NB_MODULE(_native, m) {
   m.doc() = "vortex_io's native core (C++17): message decoding and compute kernels";
   nb::class_<Stream>(m, "Stream")
@@ -605,4 +609,5 @@ NB_MODULE(_native, m) {
   m.def("set_cache_limit", &set_cache_limit);
   m.def("cache_limit", &cache_limit);
   m.def("release_cache", &release_cache);
+  vx::bind_kernel_probe(m);
 }

@@ -295,6 +295,7 @@ def is_in_storage(array: Array, vals: list[Any]) -> Mask:
     res = array.vtable.is_in(array, vals)
     if res is not NotImplemented:
         return res
+    nan_lit = any(isinstance(x, float) and x != x for x in vals)
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -322,8 +323,13 @@ def is_in_storage(array: Array, vals: list[Any]) -> Mask:
             a = a.cast(vset.type)
     res = pc.is_in(a, value_set=vset, skip_nulls=True)
     m = arrow_bool_to_mask(res)
+    hit = m[0]
+    if nan_lit and isinstance(s, dt.Primitive) and s.ptype.is_float:
+        # NaN matches every NaN, as the encodings' kernels (isin_values) and the native core
+        # match it (Arrow's is_in matches only the literal's NaN bit pattern)
+        hit = hit | arrow_bool_to_mask(pc.is_nan(a).fill_null(False))[0]
     valid = _validity_of(array)
-    return (m[0] if valid is None else m[0] & valid), valid
+    return (hit if valid is None else hit & valid), valid
 
 
 def is_null_mask(array: Array, *, invert: bool = False) -> np.ndarray:

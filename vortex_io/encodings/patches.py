@@ -89,6 +89,8 @@ def patch_positions(meta: PatchesMeta, indices: Array, n: int) -> tuple[np.ndarr
     idx = canonical_ints(indices, "patch indices").astype(np.int64, copy=False)
     if len(idx) > 1 and bool((idx[1:] < idx[:-1]).any()):
         raise MalformedStreamError("patch indices are not sorted")
+    if meta.offset >= 2**63:
+        raise MalformedStreamError(f"patch offset {meta.offset} is out of range")
     pos = idx - np.int64(meta.offset)
     keep = (pos >= 0) & (pos < n)
     if keep.all():

@@ -47,6 +47,8 @@ def strict_patch_positions(meta: PatchesMeta, indices: Array, n: int, what: str)
     idx = canonical_ints(indices, f"{what} patch indices")
     if idx.dtype == np.uint64 and int(idx.max()) >= 2**63:
         raise MalformedStreamError(f"{what}: a patch index does not fit in 63 bits")
+    if meta.offset >= 2**63:
+        raise MalformedStreamError(f"{what}: patch offset {meta.offset} is out of range")
     pos = idx.astype(np.int64, copy=False) - np.int64(meta.offset)
     if len(pos) > 1 and bool((pos[1:] < pos[:-1]).any()):
         raise MalformedStreamError(f"{what}: patch indices are not sorted")
