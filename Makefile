@@ -9,36 +9,40 @@ FUZZ_MUTATIONS ?= 10000
 
 .PHONY: native demo test bench bench-memory lint fuzz fuzz-mutations clean
 
+NATIVE_STAMP := $(VENV)/.native-stamp
 NATIVE_SRC := native/CMakeLists.txt $(wildcard native/src/*.cpp native/src/*.h)
 
-# (re)installs when pyproject.toml or the native sources change: pip builds the C++
-# extension with scikit-build-core (incrementally, in build/)
-$(STAMP): pyproject.toml $(NATIVE_SRC)
+# the venv and the package (pip builds the C++ extension with scikit-build-core)
+$(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(NATIVE_STAMP)
 
-# incremental rebuild of the C++ extension into the venv (development; make test reinstalls
-# it whenever the native sources changed anyway)
+# the extension rebuilt (incrementally, in build/) when the native sources changed
+$(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(NATIVE_STAMP)
+
+# the edit-build-test loop: an incremental build in build/dev copied into the venv
 native: $(STAMP)
 	$(PY) native/dev_build.py
 
-demo: $(STAMP)
+demo: $(NATIVE_STAMP)
 	$(PY) -m bench.demo
 
 lint: $(STAMP)
-	$(PY) -m ruff check vortex_io tests bench
+	$(PY) -m ruff check vortex_io tests bench native fuzz
 
 # the suite twice: with the native core, and with the numpy reference (VORTEX_IO_NATIVE=0)
-test: $(STAMP) lint
+test: $(NATIVE_STAMP) lint
 	$(PY) -m pytest -q -n 2 tests --doctest-modules vortex_io
 	VORTEX_IO_NATIVE=0 $(PY) -m pytest -q -n 2 tests --doctest-modules vortex_io
 
-bench: $(STAMP)
+bench: $(NATIVE_STAMP)
 	$(PY) bench/run.py
 
-bench-memory: $(STAMP)
+bench-memory: $(NATIVE_STAMP)
 	$(PY) bench/bench_convert_memory.py
 
 $(FUZZ_STAMP): $(STAMP)
