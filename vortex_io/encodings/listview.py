@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..arrow import _without_views
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_spec
@@ -39,8 +40,9 @@ class ListViewEncoding(Encoding):
         n = len(arr)
         offs = canonical_ints(arr.children[1], "vortex.listview offsets").astype(np.int64)
         sizes = canonical_ints(arr.children[2], "vortex.listview sizes").astype(np.int64)
-        nel = len(arr.children[0])
-        if ((offs < 0) | (sizes < 0) | (offs + sizes > nel)).any():
+        nel = min(len(arr.children[0]), 2**63 - 1)
+        # (offs + sizes could wrap int64)
+        if ((offs < 0) | (sizes < 0) | (offs > nel) | (sizes > nel - offs)).any():
             raise MalformedStreamError("vortex.listview: a list view falls outside its elements")
         elems = arr.children[0].to_arrow()
         if isinstance(elems, pa.ChunkedArray):
@@ -53,7 +55,12 @@ class ListViewEncoding(Encoding):
         else:
             total = int(new_offs[-1])
             idx = np.arange(total, dtype=np.int64) - np.repeat(new_offs[:-1] - offs, sizes)
-            elems = elems.take(pa.array(idx))
+            t = elems.type
+            flat = _without_views(t)  # (take has no kernel for the view types)
+            if flat != t:
+                elems = elems.cast(flat).take(pa.array(idx)).cast(t)
+            else:
+                elems = elems.take(pa.array(idx))
         o32, large = arrow_offsets(new_offs)
         field = pa.field("item", elems.type, arr.dtype.element.nullable)
         t = pa.large_list(field) if large else pa.list_(field)
