@@ -167,6 +167,7 @@ class ListViewEnc : public Encoding {
     Col sc = decode_ints(n.child(2), c, "vortex.listview sizes");
     if (oc.len != len || sc.len != len) malformed("vortex.listview: offsets or sizes do not match the length");
     const uint64_t nel = n.child(0).len;
+    const uint64_t cap = std::min<uint64_t>(nel, uint64_t(INT64_MAX));  // (as the reference)
     Buf ob = alloc(size_t(8 * len)), sb = alloc(size_t(8 * len));
     int64_t* offs = ob.mut<int64_t>();
     int64_t* sizes = sb.mut<int64_t>();
@@ -176,7 +177,7 @@ class ListViewEnc : public Encoding {
     uint64_t total = 0;
     for (uint64_t i = 0; i < len; i++) {
       int64_t o = offs[i], s = sizes[i];
-      bad |= o < 0 || s < 0 || uint64_t(o) > nel || uint64_t(s) > nel - uint64_t(o);
+      bad |= o < 0 || s < 0 || uint64_t(o) > cap || uint64_t(s) > cap - uint64_t(o);
       total = sat_add(total, uint64_t(s));
     }
     if (bad) malformed("vortex.listview: a list view falls outside its elements");
@@ -191,7 +192,7 @@ class ListViewEnc : public Encoding {
     // views laid end to end: the elements as they are (sliced only when the offsets would
     // not fit int32 otherwise)
     bool contiguous = len > 0;
-    for (uint64_t i = 0, at = uint64_t(offs[0]); i < len && contiguous; i++) {
+    for (uint64_t i = 0, at = len ? uint64_t(offs[0]) : 0; i < len && contiguous; i++) {
       contiguous = uint64_t(offs[i]) == at;
       at += uint64_t(sizes[i]);
     }
