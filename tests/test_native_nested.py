@@ -587,3 +587,24 @@ def test_reference_reads_these_streams():
     assert outcome(stream_of(a), native=False)[0] == "ok"
     stamp = datetime.datetime(1970, 1, 2, 0, 0, 0, 1)
     assert outcome(stream_of(a), native=False)[1].to_pylist()[1] == stamp
+
+
+def test_chunked_python_only_children():
+    """Chunks or chunk offsets in an encoding only Python knows: the column goes back to
+    Python (not strict), with the same result."""
+    from vortex_io.encodings.sequence import sequence_array
+
+    a = vio.array(pa.array([1, 2, None, 4, 5]))
+    seq_offs = sequence_array(0, 5, 2, dt.uint64())
+    ch = Array(CHUNKED, a.dtype, 5, children=[seq_offs, a])
+    assert_same(stream_of(ch), strict=False)
+    bad = Array(CHUNKED, a.dtype, 5, children=[sequence_array(0, 4, 2, dt.uint64()), a])
+    assert assert_same(stream_of(bad), strict=False)[0] == "err"
+    seq = sequence_array(10, 3, 4, dt.int64(True))
+    ch = chunked_array([a, seq, a.slice(1, 2)], a.dtype)
+    assert_same(stream_of(ch), strict=False)
+    t = pa.table({"x": pa.array([1, 2, 3, 4]), "s": ["a", "b", "c", "d"]})
+    root = vio.array(t)
+    assert_same(stream_of(Array(CHUNKED, root.dtype, 4,
+                                children=[sequence_array(0, 4, 2, dt.uint64()), *root.children[1:]])),
+                strict=False)

@@ -2,6 +2,8 @@
 // (mirrors encodings/datetimeparts.py). Decodes to i64 `days * 86400 * D + seconds * D +
 // subseconds` in wrapping arithmetic (D ticks per second); comparisons are answered from the
 // days part and the parts' bounds, reading the other parts only near the literal's day.
+#include <algorithm>
+
 #include "enc_util.h"
 
 namespace vx {
@@ -65,13 +67,12 @@ Part part_of(const Node& ch, uint64_t n, int which, Ctx& c) {
   return p;
 }
 
-// out[i] (op)= x[i] * mul, wrapping
+// out[i] (op)= x[start + i] * mul for i < n, wrapping
 template <bool Add>
-void scaled(const Col& x, uint64_t mul, uint64_t* out) {
+void scaled(const Col& x, uint64_t start, uint64_t n, uint64_t mul, uint64_t* out) {
   with_int_ptype(x.ptype, [&](auto t) {
     using T = decltype(t);
-    const T* v = x.vals<T>();
-    const uint64_t n = x.len;
+    const T* v = x.vals<T>() + start;
     if (Add) {
       if (mul == 1)
         for (uint64_t i = 0; i < n; i++) out[i] += as_u64(v[i]);
@@ -83,24 +84,27 @@ void scaled(const Col& x, uint64_t mul, uint64_t* out) {
   });
 }
 
-// days * per_day + secs * D + subs (the canonicalize arithmetic), validity from the days
+// days * per_day + secs * D + subs (the canonicalize arithmetic) into out[0, n), a block of
+// rows at a time (the partial sums stay in cache)
+void combine_into(const Col& days, const Part& secs, const Part& subs, int64_t d, uint64_t n, uint64_t* o) {
+  constexpr uint64_t kBlock = 2048;
+  const uint64_t sadd = secs.scalar ? secs.value * uint64_t(d) : 0;
+  const uint64_t uadd = subs.scalar ? subs.value : 0;
+  for (uint64_t at = 0; at < n; at += kBlock) {
+    uint64_t k = std::min(kBlock, n - at);
+    uint64_t* ob = o + at;
+    scaled<false>(days, at, k, uint64_t(kSecondsPerDay * d), ob);
+    if (!secs.scalar) scaled<true>(secs.col, at, k, uint64_t(d), ob);
+    if (!subs.scalar) scaled<true>(subs.col, at, k, 1, ob);
+    if (sadd + uadd)
+      for (uint64_t i = 0; i < k; i++) ob[i] += sadd + uadd;
+  }
+}
+
+// the decoded column: i64 values, validity from the days
 Col combine(const Col& days, const Part& secs, const Part& subs, int64_t d, uint64_t n) {
   Buf out = alloc(size_t(8 * n));
-  uint64_t* o = out.mut<uint64_t>();
-  scaled<false>(days, uint64_t(kSecondsPerDay * d), o);
-  if (secs.scalar) {
-    uint64_t add = secs.value * uint64_t(d);
-    if (add)
-      for (uint64_t i = 0; i < n; i++) o[i] += add;
-  } else {
-    scaled<true>(secs.col, uint64_t(d), o);
-  }
-  if (subs.scalar) {
-    if (subs.value)
-      for (uint64_t i = 0; i < n; i++) o[i] += subs.value;
-  } else {
-    scaled<true>(subs.col, 1, o);
-  }
+  combine_into(days, secs, subs, d, n, out.mut<uint64_t>());
   Col r = prim_col(PType::I64, out, n, days.validity);
   r.null_count = -1;
   normalize_validity(r);
@@ -236,9 +240,10 @@ class DateTimePartsEnc : public Encoding {
       const size_t k = rows.size();
       Buf tb = alloc(8 * k);
       uint64_t* t = tb.mut<uint64_t>();
-      scaled<false>(parts[0], uint64_t(per_day), t);
-      scaled<true>(parts[1], uint64_t(d), t);
-      scaled<true>(parts[2], 1, t);
+      Part secs, subs;
+      secs.col = parts[1];
+      subs.col = parts[2];
+      combine_into(parts[0], secs, subs, d, k, t);
       const int64_t lit = int64_t(value);
       for (size_t i = 0; i < k; i++)
         if (cmp_op(int64_t(t[i]), lit, op)) set_bit(res.ptr, rows[i]);
