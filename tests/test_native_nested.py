@@ -608,3 +608,37 @@ def test_chunked_python_only_children():
     assert_same(stream_of(Array(CHUNKED, root.dtype, 4,
                                 children=[sequence_array(0, 4, 2, dt.uint64()), *root.children[1:]])),
                 strict=False)
+
+
+def _mutation_base() -> bytes:
+    rng = np.random.default_rng(41)
+    n = 64
+    ts = datetimeparts_encode(vio.array(pa.array(rng.integers(0, 10**12, n), type=pa.timestamp("ms"),
+                                                 mask=rng.random(n) < 0.2)))
+    dec = decimal_byte_parts_encode(vio.array(pa.array(
+        [decimal.Decimal(int(x)).scaleb(-2) for x in rng.integers(-999, 999, n)], type=pa.decimal128(5, 2))))
+    lst = vio.array(pa.array([[f"{i}"] * (i % 3) if i % 5 else None for i in range(n)]))
+    lv = vio.array(pa.array([[i, i] for i in range(n)], type=pa.list_view(pa.int16())))
+    fsl = vio.array(pa.array([[i, i, i] for i in range(n)], type=pa.list_(pa.int8(), 3)))
+    bb = bytebool_encode(pa.array(rng.random(n) > 0.5))
+    names = ["t", "d", "l", "v", "f", "b"]
+    kids = [ts, dec, lst, lv, fsl, bb]
+    from vortex_io.encodings.struct_ import struct_array
+
+    d = dt.Struct(names, [k.dtype for k in kids], False)
+    whole = struct_array(d, n, kids)
+    return stream_of(chunked_array([whole.slice(0, 20), whole.slice(20, n)], d), whole.slice(3, 9))
+
+
+_BASE = None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(min_size=1, max_size=8), st.integers(0, 1 << 20))
+def test_mutated_nested_streams_same_outcome(junk, at):
+    global _BASE
+    if _BASE is None:
+        _BASE = _mutation_base()
+    at = at % len(_BASE)
+    data = _BASE[:at] + junk + _BASE[at + len(junk):]
+    assert_same(data, strict=False)

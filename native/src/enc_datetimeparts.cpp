@@ -177,6 +177,7 @@ class DateTimePartsEnc : public Encoding {
   bool take(const Node& n, const uint32_t* idx, size_t k, Col& out, Ctx& c) const override {
     int64_t d = ticks_of(*n.dtype);
     Col days = days_of(n, vx::take(n.child(0), idx, k, c));
+    if (days.len != k) malformed("vortex.datetimeparts days: a take gave ", days.len, " rows for ", k);
     Part parts[2];
     for (int j = 0; j < 2; j++) {
       const Node& ch = n.child(size_t(j) + 1);
@@ -186,6 +187,7 @@ class DateTimePartsEnc : public Encoding {
       }
       parts[j].col = vx::take(ch, idx, k, c);
       check_ints(parts[j].col, kPartNames[j + 1], *ch.dtype);
+      if (parts[j].col.len != k) malformed(kPartNames[j + 1], ": a take gave ", parts[j].col.len, " rows for ", k);
     }
     out = combine(days, parts[0], parts[1], d, k);
     return true;

@@ -85,7 +85,9 @@ class DecimalBytePartsEnc : public Encoding {
     return true;
   }
   bool take(const Node& n, const uint32_t* idx, size_t k, Col& out, Ctx& c) const override {
-    out = widen(vx::take(n.child(0), idx, k, c), *n.dtype, n.child(0));
+    Col msp = vx::take(n.child(0), idx, k, c);
+    if (msp.len != k) malformed("vortex.decimal_byte_parts msp: a take gave ", msp.len, " rows for ", k);
+    out = widen(msp, *n.dtype, n.child(0));
     return true;
   }
 };
