@@ -108,6 +108,8 @@ def dtype_to_arrow(d: dt.DType) -> pa.DataType:
     if isinstance(d, dt.List):
         return pa.list_(pa.field("item", dtype_to_arrow(d.element), d.element.nullable))
     if isinstance(d, dt.FixedSizeList):
+        if d.size > 2**31 - 1:
+            raise UnsupportedError(f"no Arrow type for {d!r}: Arrow list sizes are int32")
         return pa.list_(pa.field("item", dtype_to_arrow(d.element), d.element.nullable), d.size)
     if isinstance(d, dt.Extension):
         if d.id == dt.TIMESTAMP_ID:

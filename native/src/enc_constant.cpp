@@ -92,6 +92,130 @@ bool constant_bool_value(const Node& n, int* v) {
   return true;
 }
 
+// -- a column of scalars (the items of list constants) ----------------------------------------
+static Col scalars_col(const std::vector<const Scalar*>& v, const DType& d, Ctx& c) {
+  const DType& st = d.storage();
+  const uint64_t n = v.size();
+  Col out;
+  out.len = n;
+  if (st.kind == Kind::Null) {
+    out.layout = Layout::Null;
+    out.null_count = int64_t(n);
+    return out;
+  }
+  bool any_null = false;
+  for (const Scalar* x : v) any_null |= x->null;
+  if (any_null) {
+    out.validity = alloc_zeroed(bitmap_bytes(n));
+    for (uint64_t i = 0; i < n; i++)
+      if (!v[i]->null) set_bit(out.validity.ptr, i);
+    out.null_count = -1;
+  }
+  switch (st.kind) {
+    case Kind::Bool:
+      out.layout = Layout::Bool;
+      out.values = alloc_zeroed(bitmap_bytes(n));
+      for (uint64_t i = 0; i < n; i++)
+        if (!v[i]->null && v[i]->b) set_bit(out.values.ptr, i);
+      break;
+    case Kind::Primitive:
+      out.layout = Layout::Prim;
+      out.ptype = st.ptype;
+      with_ptype(st.ptype, [&](auto t) {
+        using T = decltype(t);
+        out.values = alloc(size_t(n * sizeof(T)));
+        T* p = out.values.mut<T>();
+        for (uint64_t i = 0; i < n; i++) {
+          const Scalar& x = *v[i];
+          T y{};
+          if (!x.null) {
+            if constexpr (std::is_floating_point_v<T>) y = T(x.f);
+            else if (st.ptype == PType::F16) y = T(float_to_half(float(x.f)));
+            else y = T(x.i);
+          }
+          p[i] = y;
+        }
+      });
+      break;
+    case Kind::Decimal: {
+      out.layout = Layout::Decimal;
+      int w = st.precision <= 38 ? 16 : 32;
+      out.dec_width = uint8_t(w);
+      out.values = alloc_zeroed(size_t(n) * size_t(w));
+      for (uint64_t i = 0; i < n; i++) {
+        const Scalar& x = *v[i];
+        uint8_t* d8 = out.values.ptr + i * size_t(w);
+        if (x.null) continue;
+        if (x.wide) {
+          std::memcpy(d8, x.bytes.data(), 32);
+        } else {
+          std::memcpy(d8, &x.i, 16);
+          if (w == 32) std::memset(d8 + 16, x.i < 0 ? 0xFF : 0, 16);
+        }
+      }
+      break;
+    }
+    case Kind::Utf8:
+    case Kind::Binary: {
+      uint64_t total = 0;
+      for (const Scalar* x : v) total += x->null ? 0 : x->bytes.size();
+      if (total > 0x7FFFFFFF) unsupported("a constant of more than 2 GiB of strings");
+      out.layout = Layout::String;
+      out.offsets = alloc(size_t(4 * (n + 1)));
+      out.values = alloc(size_t(total));
+      int32_t* o = out.offsets.mut<int32_t>();
+      int32_t pos = 0;
+      o[0] = 0;
+      for (uint64_t i = 0; i < n; i++) {
+        if (!v[i]->null && !v[i]->bytes.empty()) {
+          std::memcpy(out.values.ptr + pos, v[i]->bytes.data(), v[i]->bytes.size());
+          pos += int32_t(v[i]->bytes.size());
+        }
+        o[i + 1] = pos;
+      }
+      break;
+    }
+    case Kind::Struct: {
+      out.layout = Layout::Struct;
+      Scalar null_item;
+      std::vector<const Scalar*> f(static_cast<size_t>(n));
+      for (size_t k = 0; k < st.children.size(); k++) {
+        for (uint64_t i = 0; i < n; i++) f[size_t(i)] = v[i]->null ? &null_item : &v[i]->items[k];
+        out.children.push_back(scalars_col(f, *st.children[k], c));
+      }
+      break;
+    }
+    case Kind::List:
+    case Kind::FixedSizeList: {
+      bool fsl = st.kind == Kind::FixedSizeList;
+      Scalar null_item;
+      std::vector<const Scalar*> items;
+      out.layout = fsl ? Layout::FSL : Layout::List;
+      out.fsl_size = st.size;
+      if (!fsl) {
+        out.offsets = alloc(size_t(4 * (n + 1)));
+        out.offsets.mut<int32_t>()[0] = 0;
+      }
+      for (uint64_t i = 0; i < n; i++) {
+        const Scalar& x = *v[i];
+        if (fsl) {
+          for (uint32_t j = 0; j < st.size; j++) items.push_back(x.null ? &null_item : &x.items[j]);
+        } else {
+          if (!x.null)
+            for (const Scalar& y : x.items) items.push_back(&y);
+          if (items.size() > 0x7FFFFFFF) unsupported("a constant of more than 2^31 list elements");
+          out.offsets.mut<int32_t>()[i + 1] = int32_t(items.size());
+        }
+      }
+      out.children.push_back(scalars_col(items, *st.children[0], c));
+      break;
+    }
+    default: unsupported("cannot make a column of ", dtype_repr(d), " scalars");
+  }
+  normalize_validity(out);
+  return out;
+}
+
 Col repeat_scalar(const Scalar& s, const DType& d, uint64_t n, Ctx& c) {
   const DType& st = d.storage();
   Col out;
@@ -179,9 +303,37 @@ Col repeat_scalar(const Scalar& s, const DType& d, uint64_t n, Ctx& c) {
       break;
     }
     case Kind::List:
-    case Kind::FixedSizeList:
-      // constant lists are rare and short: the Python implementation decodes them
-      throw NeedPython();
+    case Kind::FixedSizeList: {
+      // the value's items as a column, repeated
+      const DType& e = *st.children[0];
+      uint64_t m = st.kind == Kind::FixedSizeList ? st.size : (s.null ? 0 : s.items.size());
+      uint64_t total = sat_mul(m, n);
+      if (st.kind == Kind::List) {
+        if (total > 0x7FFFFFFF) unsupported("a constant of more than 2^31 list elements");
+        out.layout = Layout::List;
+        out.offsets = alloc(size_t(4 * (n + 1)));
+        int32_t* o = out.offsets.mut<int32_t>();
+        for (uint64_t i = 0; i <= n; i++) o[i] = int32_t(i * m);
+      } else {
+        if (total > 0xFFFFFFFFull) unsupported("a constant of more than 2^32 list elements");
+        out.layout = Layout::FSL;
+        out.fsl_size = st.size;
+      }
+      std::vector<const Scalar*> items;
+      Scalar null_item;
+      items.reserve(size_t(m));
+      for (uint64_t k = 0; k < m; k++) items.push_back(s.null ? &null_item : &s.items[size_t(k)]);
+      Col one = scalars_col(items, e, c);
+      if (n == 1 || total == 0) {
+        out.children.push_back(n == 1 ? std::move(one) : empty_col(e, c));
+      } else {
+        Buf idx = alloc(size_t(4 * total));
+        uint32_t* p = idx.mut<uint32_t>();
+        for (uint64_t i = 0; i < total; i++) p[i] = uint32_t(i % m);
+        out.children.push_back(take_col(one, p, size_t(total)));
+      }
+      break;
+    }
     default:
       unsupported("cannot repeat a scalar of dtype ", dtype_repr(d));
   }

@@ -52,4 +52,26 @@ Buf arrow_offsets(const Col& offsets, uint64_t data_len, const std::string& what
 // The Col of `n` copies of a scalar.
 Col repeat_scalar(const Scalar& s, const DType& d, uint64_t n, Ctx& c);
 
+// -- nested columns (concat.cpp) ---------------------------------------------------------------
+// Builds a bitmap of `total` bits from pieces appended in order (zero-initialized, whole words).
+struct BitBuilder {
+  Buf buf;
+  uint64_t pos = 0;
+  explicit BitBuilder(uint64_t total) : buf(alloc_zeroed(bitmap_bytes(total))) {}
+  // bits [0, n) of `src`
+  void append(const uint8_t* src, uint64_t n);
+  void append_ones(uint64_t n);
+  void append_zeros(uint64_t n) { pos += n; }
+};
+// The rows of `parts` one after another (the parts share a layout: conform them first;
+// List elements are joined whole and the offsets shifted). UnsupportedError past the int32
+// offsets of Arrow's string and list layouts.
+Col concat_cols(std::vector<Col>& parts);
+// Rows [off, off + n) of a column (in range), zero-copy where the layout allows.
+Col slice_col(const Col& c, uint64_t off, uint64_t n);
+// A column of no rows of dtype `d`.
+Col empty_col(const DType& d, Ctx& c);
+// A Col of integers without nulls (decode_ints for an already decoded column).
+void check_ints(const Col& col, const std::string& what, const DType& d);
+
 }  // namespace vx

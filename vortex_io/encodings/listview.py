@@ -40,8 +40,9 @@ class ListViewEncoding(Encoding):
         n = len(arr)
         offs = canonical_ints(arr.children[1], "vortex.listview offsets").astype(np.int64)
         sizes = canonical_ints(arr.children[2], "vortex.listview sizes").astype(np.int64)
-        nel = len(arr.children[0])
-        if ((offs < 0) | (sizes < 0) | (offs + sizes > nel)).any():
+        nel = min(len(arr.children[0]), 2**63 - 1)
+        # (offs + sizes could wrap int64)
+        if ((offs < 0) | (sizes < 0) | (offs > nel) | (sizes > nel - offs)).any():
             raise MalformedStreamError("vortex.listview: a list view falls outside its elements")
         elems = arr.children[0].to_arrow()
         if isinstance(elems, pa.ChunkedArray):

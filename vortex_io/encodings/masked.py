@@ -33,7 +33,12 @@ class MaskedEncoding(Encoding):
         if vbuf is None:
             return child
         mask = pa.Array.from_buffers(pa.bool_(), n, [None, vbuf])
-        return pc.if_else(mask, child, pa.nulls(n, type=child.type))
+        t = child.type
+        if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+            # (if_else has no kernel for the view types)
+            flat = pa.large_string() if pa.types.is_string_view(t) else pa.large_binary()
+            return pc.if_else(mask, child.cast(flat), pa.nulls(n, type=flat)).cast(t)
+        return pc.if_else(mask, child, pa.nulls(n, type=t))
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         return Array(self, arr.dtype, stop - start, children=[c.slice(start, stop) for c in arr.children])

@@ -489,7 +489,10 @@ class StreamReader:
         batches = [b.to_arrow() for b in self]
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable:
             return pa.Table.from_batches(batches, schema=self.schema)
-        return pa.chunked_array(batches, type=self.dtype.to_arrow())
+        # (a vortex.chunked message decodes to a ChunkedArray: its chunks are the stream's)
+        return pa.chunked_array([c for b in batches
+                                 for c in (b.chunks if isinstance(b, pa.ChunkedArray) else (b,))],
+                                type=self.dtype.to_arrow())
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """Export the remaining batches as an Arrow C stream (struct streams)."""
