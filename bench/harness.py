@@ -432,6 +432,7 @@ def run_case(case: Case, rounds: int = 7, *, log: Callable[[str], None] | None =
         log(f"{case.name}: checking {len(names)} systems")
     sizes: dict[str, int | None] = {}
     notes = list(case.notes)
+    odd_types: dict[str, list[str]] = {}  # "col: type, ..." -> systems returning it
     for s in case.systems:
         out = _checked_output(s)
         if isinstance(out, Measured):
@@ -444,8 +445,11 @@ def run_case(case: Case, rounds: int = 7, *, log: Callable[[str], None] | None =
         odd = [f"{f.name}: {f.type}" for f, w in zip(tbl.schema, case.expected.schema)
                if f.type != w.type]
         if odd:
-            notes.append(f"{s.name} returns other Arrow types (values equal): {', '.join(odd)}")
+            odd_types.setdefault(", ".join(odd), []).append(s.name)
         del out, tbl
+    for odd_s, who in odd_types.items():
+        notes.append(f"{', '.join(who)} return{'s' if len(who) == 1 else ''} other Arrow "
+                     f"types (values equal): {odd_s}")
     for s in case.systems:  # warm-up round
         _timed(s)
     times: dict[str, list[float]] = {n: [] for n in names}
