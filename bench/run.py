@@ -286,6 +286,7 @@ def profile_core_read(rows: int, repeat: int = 20, top: int = 25) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(top)
 
 
+import bench.bench_adapters  # noqa: E402  (registers the adapters group)
 import bench.bench_decode  # noqa: E402  (registers the decode group)
 import bench.bench_duckdb  # noqa: E402  (registers the duckdb group)
 import bench.bench_inverted_index as _bench_ii  # noqa: E402, F401  (registers inverted_index)
