@@ -611,14 +611,16 @@ def format_case(res: CaseResult) -> str:
     return "\n".join(lines)
 
 
-def write_json(results: list[CaseResult], meta: dict[str, Any], path: Path | None = None) -> Path:
-    """Write the results (and run metadata) as JSON; default ``bench/out/bench-<UTC time>.json``."""
+def write_json(results: list[CaseResult], meta: dict[str, Any], path: Path | None = None,
+               extra: dict[str, Any] | None = None) -> Path:
+    """Write the results (and run metadata, and ``extra`` top-level keys such as the bars) as
+    JSON; default ``bench/out/bench-<UTC time>.json``."""
     if path is None:
         OUT_DIR.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         path = OUT_DIR / f"bench-{stamp}.json"
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"meta": meta, "results": [r.to_json() for r in results]}
+    doc = {"meta": meta, "results": [r.to_json() for r in results], **(extra or {})}
     path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     return path
