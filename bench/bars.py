@@ -86,6 +86,8 @@ class BarResult:
     ratio: float | None = None
     #: ratio of the fastest calls (min / min): what the medians hide on a noisy machine
     ratio_min: float | None = None
+    #: CPU time of ours over the same peer's (all threads; ours may use more cores)
+    ratio_cpu: float | None = None
     passed: bool | None = None
     goal_passed: bool | None = None
     case: str | None = None
@@ -95,6 +97,7 @@ class BarResult:
                 "peers": list(self.bar.peers), "measured": self.measured,
                 "ours_median_s": self.ours_s, "fastest_peer": self.peer,
                 "peer_median_s": self.peer_s, "ratio": self.ratio, "ratio_min": self.ratio_min,
+                "ratio_cpu": self.ratio_cpu,
                 "bar": self.bar.bar, "passed": self.passed, "goal": self.bar.goal,
                 "goal_passed": self.goal_passed}
 
@@ -119,30 +122,34 @@ def evaluate(results: list[CaseResult], bars: list[Bar] | None = None) -> list[B
         best = min((r.system(p) for p in peers), key=lambda s: s.median_s)
         fastest_min = min(r.system(p).min_s for p in peers)
         ratio = ours.median_s / best.median_s
+        cpu = (ours.cpu_median_s / best.cpu_median_s
+               if ours.cpu_median_s is not None and best.cpu_median_s else None)
         out.append(BarResult(
             b, measured=True, ours_s=ours.median_s, peer=best.name, peer_s=best.median_s,
-            ratio=ratio, ratio_min=ours.min_s / fastest_min, passed=ratio <= b.bar,
+            ratio=ratio, ratio_min=ours.min_s / fastest_min, ratio_cpu=cpu, passed=ratio <= b.bar,
             goal_passed=None if b.goal is None else ratio <= b.goal, case=r.name))
     return out
 
 
 def format_bars(res: list[BarResult]) -> str:
     """The "issue 19 bars" summary table."""
-    header = ["bar", "ours", "fastest peer", "ratio", "(min/min)", "bar 1.0x", "goal 0.5x"]
+    header = ["bar", "ours", "fastest peer", "ratio", "(min/min)", "(cpu/cpu)", "bar 1.0x",
+              "goal 0.5x"]
     rows = []
     for x in res:
         if not x.measured:
-            rows.append([x.bar.label, "", "", "not measured", "", "", ""])
+            rows.append([x.bar.label, "", "", "not measured", "", "", "", ""])
             continue
         rows.append([
             x.bar.label, _fmt_time(x.ours_s), f"{x.peer} {_fmt_time(x.peer_s)}",
             f"{x.ratio:.2f}x", f"{x.ratio_min:.2f}x",
+            f"{x.ratio_cpu:.2f}x" if x.ratio_cpu is not None else "",
             "PASS" if x.passed else "FAIL",
             "n/a" if x.goal_passed is None else ("PASS" if x.goal_passed else "FAIL")])
     measured = [x for x in res if x.measured]
     lines = ["== issue 19 bars (median of ours / median of the fastest peer configuration, "
              "same run)"]
-    lines += ["   " + s for s in _render(header, rows, {1, 2, 3, 4})]
+    lines += ["   " + s for s in _render(header, rows, {1, 2, 3, 4, 5})]
     if measured:
         lines.append(f"   {sum(bool(x.passed) for x in measured)} of {len(measured)} measured "
                      f"bars pass; goals met: {sum(bool(x.goal_passed) for x in measured)} of "

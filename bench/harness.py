@@ -110,6 +110,8 @@ class Measured:
     seconds: float
     minflt: int
     majflt: int
+    #: CPU seconds (user + system, every thread) of the call; None: not measured
+    cpu_s: float | None = None
 
 
 @dataclass
@@ -154,6 +156,10 @@ class SystemResult:
     majflt: list[int] = field(default_factory=list)
     minflt_median: float | None = None
     majflt_median: float | None = None
+    #: CPU seconds (user + system, every thread of the process) of each timed call, and
+    #: their median: on a loaded machine less disturbed by other jobs than wall time
+    cpu_s: list[float] = field(default_factory=list)
+    cpu_median_s: float | None = None
 
 
 @dataclass
@@ -382,29 +388,29 @@ def environment() -> dict[str, Any]:
 # -- running ------------------------------------------------------------------------------------
 
 
-def _faults() -> tuple[int, int]:
+def _usage() -> tuple[int, int, float]:
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_minflt, r.ru_majflt
+    return r.ru_minflt, r.ru_majflt, r.ru_utime + r.ru_stime
 
 
-def _timed(s: System) -> tuple[float, int, int]:
-    """One timed call of ``s``: (seconds, minor faults, major faults)."""
+def _timed(s: System) -> tuple[float, int, int, float | None]:
+    """One timed call of ``s``: (seconds, minor faults, major faults, CPU seconds)."""
     undo = s.setup() if s.setup is not None else None
     try:
         gc.collect()
         gc.disable()
         try:
-            f0 = _faults()
+            f0 = _usage()
             t0 = time.perf_counter()
             out = s.run()
             t1 = time.perf_counter()
-            f1 = _faults()
+            f1 = _usage()
         finally:
             gc.enable()
         if isinstance(out, Measured):
-            return out.seconds, out.minflt, out.majflt
+            return out.seconds, out.minflt, out.majflt, out.cpu_s
         del out
-        return t1 - t0, f1[0] - f0[0], f1[1] - f0[1]
+        return t1 - t0, f1[0] - f0[0], f1[1] - f0[1], f1[2] - f0[2]
     finally:
         if undo is not None:
             undo()
@@ -454,13 +460,16 @@ def run_case(case: Case, rounds: int = 7, *, log: Callable[[str], None] | None =
         _timed(s)
     times: dict[str, list[float]] = {n: [] for n in names}
     faults: dict[str, list[tuple[int, int]]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
     k = len(case.systems)
     for r in range(rounds):
         for j in range(k):
             s = case.systems[(r + j) % k]
-            dt, minflt, majflt = _timed(s)
+            dt, minflt, majflt, cpu_s = _timed(s)
             times[s.name].append(dt)
             faults[s.name].append((minflt, majflt))
+            if cpu_s is not None:
+                cpu[s.name].append(cpu_s)
     med = {n: statistics.median(ts) for n, ts in times.items()}
     peer_med = med[case.peer] if case.peer is not None else None
     results = []
@@ -476,6 +485,7 @@ def run_case(case: Case, rounds: int = 7, *, log: Callable[[str], None] | None =
             minflt=[f[0] for f in faults[s.name]], majflt=[f[1] for f in faults[s.name]],
             minflt_median=statistics.median(f[0] for f in faults[s.name]),
             majflt_median=statistics.median(f[1] for f in faults[s.name]),
+            cpu_s=cpu[s.name], cpu_median_s=statistics.median(cpu[s.name]) if cpu[s.name] else None,
         ))
     return CaseResult(
         group=case.group, dataset=case.dataset, op=case.op, name=case.name,
@@ -567,14 +577,14 @@ def format_case(res: CaseResult) -> str:
     title = f"== {res.name}: {res.description}" if res.description else f"== {res.name}"
     lines = [title, f"   {res.rows:,} rows, {res.rounds} rounds, output check: {res.check}"
              + (f", ratios vs {res.peer} (same run)" if res.peer else "")
-             + "; faults: median page faults per call"]
+             + "; cpu: median CPU time per call (all threads); faults: median page faults per call"]
     has_bytes = any(s.bytes is not None for s in res.systems)
     has_gbps = res.gbps_bytes is not None
     has_threads = any(s.threads for s in res.systems)
     header = ["system"] + (["threads"] if has_threads else []) + ["median", "min .. max"]
     if res.peer:
         header.append(f"/ {res.peer}")
-    header.append("faults")
+    header += ["cpu", "faults"]
     if has_gbps:
         header.append("GB/s")
     if has_bytes:
@@ -590,6 +600,7 @@ def format_case(res: CaseResult) -> str:
         r += [_fmt_time(s.median_s), f"{_fmt_time(s.min_s)} .. {_fmt_time(s.max_s)}"]
         if res.peer:
             r.append(f"{s.ratio_to_peer:.2f}x" if s.ratio_to_peer is not None else "")
+        r.append(_fmt_time(s.cpu_median_s) if s.cpu_median_s is not None else "")
         r.append(_fmt_faults(s))
         if has_gbps:
             r.append(f"{s.gbps:.2f}" if s.gbps is not None else "")

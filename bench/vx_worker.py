@@ -142,8 +142,9 @@ def _serve() -> None:  # pragma: no cover - runs in the subprocess
                         w.write_table(res)
                     table = sink.getvalue().to_pybytes()
                 del res
+                cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
                 _send(out, ("ok", (t1 - t0, r1.ru_minflt - r0.ru_minflt,
-                                   r1.ru_majflt - r0.ru_majflt, vx.worker_threads(), table)))
+                                   r1.ru_majflt - r0.ru_majflt, cpu, table)))
             else:
                 _send(out, ("error", f"unknown request {kind!r}"))
         except Exception as e:  # answer with the error; the parent raises it
@@ -218,8 +219,8 @@ class Worker:
         from bench.harness import Measured, System
 
         def run() -> Measured:
-            dt, minflt, majflt, _, _ = self.call("run", key, threads, False)
-            return Measured(dt, minflt, majflt)
+            dt, minflt, majflt, cpu, _ = self.call("run", key, threads, False)
+            return Measured(dt, minflt, majflt, cpu)
 
         def check_run() -> pa.Table:
             _, _, _, _, data = self.call("run", key, threads, True)
