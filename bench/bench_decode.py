@@ -31,7 +31,9 @@ both vortex-data systems, and faster than Parquet zstd and Arrow IPC zstd.
 from __future__ import annotations
 
 import os
+import re
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,6 +91,32 @@ def vx_label(n: int | None) -> str:
         d = vortex_default_threads()
         return f"{d} worker{'s' if d != 1 else ''} (default: cores - 1)"
     return f"{n} worker{'s' if n != 1 else ''}"
+
+
+def handed_back_table(data: bytes, names: list[str]) -> tuple[list[str], list[list[Any]]]:
+    """Per column, in how many messages the native core hands it back to the Python
+    decoders (encodings it does not know yet): one untimed read counting
+    ``_native_glue.handed_back`` calls (the library's own counter hook)."""
+    from vortex_io import _native_glue as ng
+
+    _, msgs = split_stream(data)
+    counts: Counter[int] = Counter()
+    orig = ng.handed_back
+
+    def spy(what: str) -> None:
+        m = re.match(r"column (\d+) of message", what)
+        if m is not None:
+            counts[int(m.group(1))] += 1
+        orig(what)
+
+    ng.handed_back = spy
+    try:
+        vio.StreamReader(data).read_arrow(threads=1)
+    finally:
+        ng.handed_back = orig
+    rows = [[c, "native" if not counts[j] else f"Python in {counts[j]} of {len(msgs)} messages"]
+            for j, c in enumerate(names)]
+    return ["column", "decoded by"], rows
 
 
 def vx_systems(*, in_process: Any, worker_job: Any) -> list[System]:
@@ -156,11 +184,20 @@ def decode_group(ctx: Context) -> Iterator[Case]:
                                       setup=thread_setup(pyarrow=n)))
         notes.append(f"machine: {os.cpu_count()} cores; vortex_io's native core: "
                      f"{vio_label}")
+        tables = {}
+        from vortex_io import _native_glue as ng
+
+        if ng.enabled():
+            tables["columns of vortex_io's stream the native core hands back to Python"] = (
+                handed_back_table(vdata, t.column_names))
+            if vx_ok:
+                tables["columns of vortex-data's stream the native core hands back to Python"] = (
+                    handed_back_table(xdata, t.column_names))
         yield Case(
             group="decode", dataset=ds, op="decode", peer="vortex-data" if vx_ok else "arrow-ipc-zstd",
             description="compressed bytes in memory -> pyarrow Table (GB/s of output), "
                         "default threads and pinned",
-            expected=t, gbps_bytes=t.nbytes, systems=systems, notes=notes)
+            expected=t, gbps_bytes=t.nbytes, systems=systems, notes=notes, tables=tables)
 
 
 # registered once, whether imported by bench/run.py or run as a script (which imports both)
