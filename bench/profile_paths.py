@@ -21,8 +21,9 @@ same streams and files as the bench (64Ki-row messages; adapters on 2x ``--rows`
 ``--threads`` sets ``read_arrow``/``scan``'s threads (default: the library's).
 
 ``summarize`` buckets every sample by the first frame (from the leaf up) that matches a
-category (native kernels, the Python decoders, pyarrow, the engines, idle waits...) and
-prints the shares, then the top self frames.
+category (native kernels, the Python decoders, pyarrow, the engines, idle waits...; a libc
+leaf such as memcpy counts for the frame that called it) and prints the shares, then the
+top self and inclusive frames.
 """
 
 from __future__ import annotations
@@ -130,18 +131,23 @@ def profile(path: str, dataset: str, rows: int, seconds: float, threads: int | N
     proc.wait()
 
 
+_NATIVE = r"(?=.*_native\.cpython)"  # a frame of vortex_io's extension module
+
 #: (category, regex on a frame) tried from the leaf frame up; the first match wins
 CATEGORIES = [
     ("idle: waiting (futex, condvar, sleep, poll)",
-     r"futex|pthread_cond|__GI___poll|epoll_wait|nanosleep|sched_yield|do_futex|syscall"),
-    ("page faults / kernel memory", r"page_fault|clear_page|do_anonymous|__memset_avx|munmap|mmap"),
-    ("native: FastLanes bit-unpack", r"unpack|bitpack|BitPack"),
-    ("native: dictionary / take / gather", r"[Dd]ict|gather|[Tt]ake"),
-    ("native: FoR / delta / ALP / other kernels", r"fastlanes|for_|[Aa]lp|delta|patch|kernel"),
-    ("native: header walk / node building", r"[Hh]eader|[Ff]latbuf|[Nn]ode|[Pp]lan|walk|build"),
-    ("native: filter / predicate", r"[Pp]redicate|[Ff]ilter|[Cc]ompare|mask"),
-    ("native: Arrow export / buffers / memcpy", r"[Ee]xport|[Aa]rrow|memcpy|memmove|[Pp]ool|malloc|free"),
-    ("Python decoders (vortex_io/encodings, compute)", r"vortex_io/(encodings|compute|array|_memory)"),
+     r"futex|pthread_cond|__GI___poll|epoll_wait|nanosleep|sched_yield|do_futex"),
+    ("page faults / kernel memory", r"page_fault|clear_page|do_anonymous|munmap|mmap"),
+    ("native: FastLanes bit-unpack", _NATIVE + r".*(unpack|bitpack|BitPack)"),
+    ("native: dictionary / take / gather", _NATIVE + r".*([Dd]ict|gather|[Tt]ake)"),
+    ("native: FoR / delta / ALP / other kernels",
+     _NATIVE + r".*(fastlanes|for_|[Aa]lp|delta|patch|kernel)"),
+    ("native: header walk / node building",
+     _NATIVE + r".*([Hh]eader|[Ff]latbuf|[Nn]ode|[Pp]lan|walk|build)"),
+    ("native: filter / predicate", _NATIVE + r".*([Pp]redicate|[Ff]ilter|[Cc]ompare|mask)"),
+    ("native: other (Arrow export, buffers, pool, scan driver)", _NATIVE),
+    ("Python decoders (vortex_io/encodings, compute)",
+     r"vortex_io/(encodings|compute|array|_memory)"),
     ("vortex_io adapters (Python)", r"vortex_io/integrations"),
     ("vortex_io reader/scan glue (Python)", r"vortex_io/(ipc|scan|_native|arrow|stats|expr)"),
     ("numpy", r"numpy|multiarray|umath"),
@@ -177,8 +183,8 @@ def summarize(raw: Path, top: int = 25) -> None:
             if hit is not None:
                 cats[hit] += k
                 break
-        else:
-            cats["other"] += k
+        else:  # e.g. a stack that unwound no further than libc / libpython
+            cats["other (unattributed)"] += k
     print(f"{total} samples (every thread)")
     for name, k in cats.most_common():
         print(f"  {100 * k / total:5.1f}%  {name}")
