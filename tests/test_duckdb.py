@@ -280,8 +280,9 @@ def test_queries_match_arrow(con, files, sql: str) -> None:
 
 
 def test_limit_without_order_returns_that_many_rows(con, tmp_path) -> None:
-    # 300 small batches: the scan reads the first alone, then groups of GROUP_BATCHES
-    from vortex_io.scan import GROUP_BATCHES
+    # 300 small batches: the scan reads the first alone, then windows of up to NATIVE_WINDOW
+    # (the numpy reference path: batch by batch)
+    from vortex_io.scan import NATIVE_WINDOW
 
     t = make_table(30_000)
     path = tmp_path / "many.vxi"
@@ -292,7 +293,7 @@ def test_limit_without_order_returns_that_many_rows(con, tmp_path) -> None:
     assert set(rows) <= set(zip(t["id"].to_pylist(), t["s"].to_pylist()))
     (s,) = SCANS
     # DuckDB stopped pulling: the rest was never read
-    assert s.stats.chunks <= 1 + 2 * GROUP_BATCHES < 300
+    assert s.stats.chunks <= 1 + 2 * NATIVE_WINDOW < 300
 
 
 def test_join_of_two_streams(con, files) -> None:

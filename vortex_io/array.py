@@ -19,7 +19,7 @@ Encodings are registered by ID in a registry that users extend with
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -495,18 +495,6 @@ class Encoding:
         """Numpy bool mask, True where valid (None: all valid), read without decoding the
         values where the encoding can; or NotImplemented (the kernels then decode)."""
         return NotImplemented
-
-    # -- stacking: many messages' arrays as one (``vortex_io.compute.stack``) -----------
-    def stack_key(self, arr: Array) -> Hashable | None:
-        """A key such that ``stack`` joins arrays with equal keys into one array whose rows
-        are theirs, in order (the key covers the node's dtype and children); None: this
-        node does not stack (the default). Scans use it to run kernels once over many
-        messages."""
-        return None
-
-    def stack(self, arrays: Sequence[Array]) -> Array:
-        """One array holding the rows of ``arrays`` (two or more, equal ``stack_key``s)."""
-        raise NotImplementedError(f"{self.id} does not stack")
 
     # -- display ---------------------------------------------------------------------
     def describe(self, arr: Array) -> str:

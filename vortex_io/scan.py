@@ -36,7 +36,6 @@ from .arrow import arrow_take, string_view_output
 from .compute.evaluate import can_skip, check_expr, evaluate
 from .compute.expr import And, Column, Compare, Expr, Literal
 from .compute.kernels import coerce_literal, mask_true, take_arrow
-from .compute.stack import stack_runs
 from .errors import VortexIPCError
 from .ipc.reader import StreamReader
 from .ipc.reader import _check_stream_message as _check_message
@@ -61,14 +60,6 @@ class ScanStats:
 
     def as_dict(self) -> dict[str, int]:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
-
-
-#: a scan without a limit runs its kernels on groups of batches at once
-#: (``Scan._scan_group``): the first batch alone, then groups of at most this many rows (16
-#: of the usual 64Ki-row messages), batches and estimated decoded bytes of the columns used
-GROUP_ROWS = 1 << 20
-GROUP_BATCHES = 64
-GROUP_BYTES = 128 << 20
 
 
 def _is_glob(s: str) -> bool:
@@ -242,30 +233,9 @@ class Scan:
 
     def _scan_source(self, reader: StreamReader, b: _Budget, emit: Callable[[Any], Iterator[Any]]
                      ) -> Iterator[Any]:
-        """One source scanned by the Python implementation."""
+        """One source scanned by the Python implementation, batch by batch."""
         stats = self.stats
-        d = self._dtype
-        # without a limit, consecutive batches are scanned as groups (_scan_group):
-        # the first alone (a consumer that stops after it has had no more decoded),
-        # then up to GROUP_BATCHES batches / _group_rows() rows
-        grouped = (b.remaining is None and isinstance(d, dt.Struct)
-                   and bool(self._schema.names))
-        group_rows = self._group_rows() if grouped else 0
-        group: list[Any] = []
-        rows = 0
-        want = 1
-        batches = iter(reader)
-        while True:
-            try:
-                batch = next(batches)
-            except StopIteration:
-                break
-            except VortexIPCError:
-                # the batches read ahead come first: their rows, or an error of
-                # theirs (as when scanned one by one)
-                for out in self._scan_group(group, reader):
-                    yield from emit(out)
-                raise
+        for batch in reader:
             if b.remaining is not None and b.remaining <= 0:
                 return
             arr = batch.array
@@ -279,30 +249,10 @@ class Scan:
                 try:
                     arr, b.skip = arr.slice(b.skip, len(arr)), 0
                 except VortexIPCError as e:
-                    for out in self._scan_group(group, reader):
-                        yield from emit(out)
                     raise e.locate(message_index=batch.index, offset=batch.offset,
                                    source=reader._src.name) from None
-            if grouped:
-                try:
-                    if self._pruned(arr, batch, reader):
-                        continue
-                except VortexIPCError:  # the batches before it come first
-                    for out in self._scan_group(group, reader):
-                        yield from emit(out)
-                    raise
-                group.append((batch, arr))
-                rows += len(arr)
-                if rows >= group_rows or len(group) >= want:
-                    for out in self._scan_group(group, reader):
-                        yield from emit(out)
-                    group, rows, want = [], 0, GROUP_BATCHES
-                continue
             yield from emit(self._scan_one(arr, batch, reader,
                                            None if b.remaining is None else b.remaining + b.skip))
-        if group:
-            for out in self._scan_group(group, reader):
-                yield from emit(out)
 
     # -- the native core ------------------------------------------------------------------
 
@@ -440,37 +390,6 @@ class Scan:
                 return
             window = min(window * 2, NATIVE_WINDOW)
 
-    def _group_rows(self) -> int:
-        """Rows per group: ``GROUP_ROWS``, fewer for wide rows (``GROUP_BYTES`` of the
-        columns the scan uses, strings counted as 32 bytes: a group is decoded at once)."""
-        from .encodings.constant import _estimate_width
-
-        d = self._dtype
-        assert isinstance(d, dt.Struct)
-        used = set(self._schema.names) | (self.filter.columns() if self.filter is not None else set())
-        width = 0
-        for n in used:
-            f = d.field(n)
-            s = f.storage if isinstance(f, dt.Extension) else f
-            width += 32 if isinstance(s, (dt.Utf8, dt.Binary, dt.List)) else _estimate_width(f)
-        return max(1, min(GROUP_ROWS, GROUP_BYTES // max(width, 1)))
-
-    def _pruned(self, arr: Array, batch: Any, reader: StreamReader) -> bool:
-        """True (and counted) when the filter's statistics rule the whole batch out."""
-        if self.filter is None:
-            return False
-        try:
-            if not can_skip(self.filter, arr):
-                return False
-        except VortexIPCError as e:
-            raise e.locate(message_index=batch.index, offset=batch.offset,
-                           source=reader._src.name) from None
-        with self.stats._lock:
-            self.stats.chunks += 1
-            self.stats.rows_scanned += len(arr)
-            self.stats.chunks_pruned += 1
-        return True
-
     def _scan_one(self, arr: Array, batch: Any, reader: StreamReader, remaining: int | None) -> Any:
         """One batch: its selected rows as a RecordBatch, or None when pruned (counted)."""
         stats = self.stats
@@ -491,69 +410,6 @@ class Scan:
             if out is None:
                 stats.chunks_pruned += 1
         return out
-
-    def _scan_group(self, group: list[Any], reader: StreamReader) -> Iterator[Any]:
-        """Batches the statistics did not prune, scanned as one: each needed column's
-        arrays are stacked (``vortex_io.compute.stack``: still encoded, runs of one
-        encoding joined), so the filter and the gathers run once over all their rows
-        instead of batch by batch. Any error sends the group batch by batch, which
-        reports it at its message."""
-        if not group:
-            return
-        if len(group) == 1:
-            batch, arr = group[0]
-            yield self._scan_one(arr, batch, reader, None)
-            return
-        meter: list[int] = []
-        token = DECODE_METER.set(meter)
-        try:
-            with string_view_output(self.string_view):
-                out = self._scan_stacked([arr for _, arr in group])
-        except VortexIPCError:
-            out = None
-        finally:
-            DECODE_METER.reset(token)
-        if out is None:
-            for batch, arr in group:
-                yield self._scan_one(arr, batch, reader, None)
-            return
-        with self.stats._lock:
-            self.stats.chunks += len(group)
-            self.stats.rows_scanned += sum(len(arr) for _, arr in group)
-            self.stats.bytes_canonicalized += sum(meter)
-        yield out
-
-    def _scan_stacked(self, arrs: list[Array]) -> Any:
-        """The selected rows of several (unpruned) struct batches as one RecordBatch."""
-        import pyarrow as pa
-
-        from .encodings.chunked import chunked_array
-        from .encodings.struct_ import struct_array
-
-        schema = self._schema
-        d = self._dtype
-        assert isinstance(d, dt.Struct)
-        n = sum(len(a) for a in arrs)
-        runs: dict[str, list[Array]] = {}
-
-        def column(name: str) -> list[Array]:
-            if name not in runs:
-                runs[name] = stack_runs([a.field(name) for a in arrs])
-            return runs[name]
-
-        idx = None
-        if self.filter is not None:
-            names = sorted(self.filter.columns())
-            fields = []
-            for nm in names:
-                r = column(nm)
-                fields.append(r[0] if len(r) == 1 else chunked_array(r, d.field(nm)))
-            batch = struct_array(dt.Struct(names, [d.field(nm) for nm in names]), n, fields)
-            with string_view_output(False):  # predicates use Arrow kernels on `string`
-                idx = np.flatnonzero(mask_true(evaluate(self.filter, batch)))
-            if len(idx) == 0:
-                return pa.RecordBatch.from_pylist([], schema=schema)
-        return self._output(lambda nm: _select_runs(column(nm), idx), idx)
 
     def _output(self, select: Callable[[str], Any], idx: np.ndarray | None) -> Any:
         """The RecordBatch of the schema's columns for the rows ``idx`` (all when None):
@@ -675,25 +531,6 @@ def _pinned_values(filter: Expr | None, d: dt.DType, schema: Any) -> dict[str, A
         except (TypeError, ValueError, OverflowError, pa.ArrowInvalid):
             continue  # out of the column's range: no row matches, nothing to pin
     return out
-
-
-def _select_runs(runs: list[Array], idx: np.ndarray | None) -> Any:
-    """``_select`` over consecutive arrays (stacked runs) as one Arrow array."""
-    import pyarrow as pa
-
-    if len(runs) == 1:
-        return _select(runs[0], idx)
-    parts = []
-    start = 0
-    for a in runs:
-        if idx is None:
-            parts.append(_select(a, None))
-        else:
-            lo, hi = np.searchsorted(idx, [start, start + len(a)])
-            if hi > lo:
-                parts.append(_select(a, idx[lo:hi] - start))
-        start += len(a)
-    return pa.concat_arrays(parts)
 
 
 def _select(a: Array, idx: np.ndarray | None) -> Any:

@@ -22,7 +22,6 @@ every value that does not round-trip bit for bit (NaN, inf, -0.0, ...).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -34,12 +33,11 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import OPS, broadcast, decoded, isin_values, np_literal, validity
-from ..compute.stack import row_starts, stack_equal, stack_key
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
 from ._common import validity_mask
 from .bool_ import bool_array
-from .patches import PatchesMeta, apply_patches, make_patches, patch_hits, stack_patches
+from .patches import PatchesMeta, apply_patches, make_patches, patch_hits
 from .primitive import primitive_array, primitive_raw, primitive_values
 from .sparse import slice_patches, strict_patch_positions
 
@@ -330,27 +328,6 @@ class ALPEncoding(Encoding):
                 valid = (np.ones(len(idx), np.bool_) if valid is None else valid.copy())
                 valid[out_pos] &= pvalid
         return out, valid
-
-    # -- stacking: one pair of exponents; the encoded children stack, patches join --------
-    def stack_key(self, arr: Array) -> Any:
-        m: ALPMeta = arr.meta
-        k = stack_key(arr.children[0])
-        return None if k is None else (self.id, arr.dtype, m.e, m.f, k)
-
-    def stack(self, arrays: Sequence[Array]) -> Array:
-        first = arrays[0]
-        parts = []
-        for a, s in zip(arrays, row_starts(arrays)):
-            pm = a.meta.patches
-            if pm is None or not pm.len:
-                parts.append(None)
-                continue
-            pos = strict_patch_positions(pm, a.children[1], len(a), "vortex.alp")
-            parts.append((int(s), pos, a.children[2], np.arange(len(pos))))
-        raw = stack_patches(parts, first.dtype)
-        patches = None if raw is None else (PatchesMeta.decode(raw[0], "vortex.alp"), raw[1])
-        enc = stack_equal([a.children[0] for a in arrays])
-        return alp_array(enc, first.meta.e, first.meta.f, patches, first.dtype)
 
     def describe(self, arr: Array) -> str:
         m: ALPMeta = arr.meta

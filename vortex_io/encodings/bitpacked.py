@@ -17,7 +17,6 @@ validity. The layout itself lives in ``fastlanes_layout``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +25,6 @@ import numpy as np
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..compute.numeric import OPS, bound_answer, decoded, isin_values, np_literal, with_validity
-from ..compute.stack import concat, row_starts, stack_validity
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from . import fastlanes_layout as fl
@@ -38,7 +36,6 @@ from .patches import (
     make_patches,
     patch_hits,
     patch_positions,
-    stack_patches,
 )
 from .primitive import primitive_array, primitive_values
 
@@ -265,31 +262,6 @@ class BitPackedEncoding(Encoding):
 
     def take_values(self, arr: Array, indices: np.ndarray) -> Any:
         return _take_values(arr, np.asarray(indices, dtype=np.intp))
-
-    # -- stacking: whole chunks of one bit width concatenate -----------------------------
-    def stack_key(self, arr: Array) -> Any:
-        m: BitPackedMeta = arr.meta
-        n = len(arr)
-        if m.offset or not n or n % 1024:
-            return None
-        return (self.id, arr.dtype, m.bit_width, self._validity_child(arr) is not None)
-
-    def stack(self, arrays: Sequence[Array]) -> Array:
-        first = arrays[0]
-        starts = row_starts(arrays)
-        parts = []
-        for a, s in zip(arrays, starts):
-            pm = a.meta.patches
-            if pm is None or not pm.len:
-                parts.append(None)
-                continue
-            pos, sel = patch_positions(pm, a.children[0], len(a))
-            parts.append((int(s), pos, a.children[1], sel))
-        patches = stack_patches(parts, first.dtype)
-        validity = stack_validity([self._validity_child(a) for a in arrays],
-                                  [len(a) for a in arrays])
-        return bitpacked_array(concat([a.buffers[0] for a in arrays]), first.dtype,
-                               int(starts[-1]), first.meta.bit_width, 0, patches, validity)
 
     def describe(self, arr: Array) -> str:
         m: BitPackedMeta = arr.meta

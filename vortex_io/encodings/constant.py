@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from typing import Any
 
 from .. import dtype as dt
@@ -64,15 +63,6 @@ class ConstantEncoding(Encoding):
         if n == 0:  # pa.repeat(<list scalar>, 0) raises ArrowInvalid
             return pa.array([], type=t)
         return pa.repeat(scalar, n)
-
-    # -- stacking: one value ---------------------------------------------------------
-    def stack_key(self, arr: Array) -> Any:
-        return (self.id, arr.dtype, arr.buffers[0].tobytes())
-
-    def stack(self, arrays: Sequence[Array]) -> Array:
-        first = arrays[0]
-        return Array(self, first.dtype, sum(len(a) for a in arrays), metadata=first.metadata,
-                     buffers=first.buffers)
 
     def canonicalize(self, arr: Array) -> Array:
         """Numbers fill a buffer straight away (other dtypes go through Arrow)."""

@@ -13,7 +13,6 @@ an i64 ``vortex.primitive``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -23,7 +22,6 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..compute.kernels import compare_storage, take
 from ..compute.numeric import OPS, int_bounds, validity
-from ..compute.stack import stack_equal, stack_key
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of
@@ -131,18 +129,6 @@ class DateTimePartsEncoding(Encoding):
         a = Array(self, arr.dtype, stop - start, metadata=arr.metadata,
                   children=[c.slice(start, stop) for c in arr.children])
         a._cache["meta"] = arr.meta
-        return a
-
-    # -- stacking: each part stacks --------------------------------------------------------
-    def stack_key(self, arr: Array) -> Any:
-        keys = tuple(stack_key(c) for c in arr.children)
-        return None if None in keys else (self.id, arr.dtype, arr.meta, keys)
-
-    def stack(self, arrays: Sequence[Array]) -> Array:
-        first = arrays[0]
-        kids = [stack_equal([a.children[i] for a in arrays]) for i in range(3)]
-        a = Array(self, first.dtype, len(kids[0]), metadata=first.metadata, children=kids)
-        a._cache["meta"] = first.meta
         return a
 
     # -- compute kernels -------------------------------------------------------------

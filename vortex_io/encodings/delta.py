@@ -22,7 +22,6 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -34,7 +33,6 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..compute.kernels import take
 from ..compute.numeric import decoded
-from ..compute.stack import stack_any, stack_equal, stack_key, stack_validity
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from . import fastlanes_layout as fl
@@ -263,23 +261,6 @@ class DeltaEncoding(Encoding):
             grid = fl.chunk_rows(deltas[first * 1024 : last * 1024], w, k)
         bases = primitive_values(bc)[0].view(ut)
         return _prefix_rows(grid, bases[first * nl : last * nl])
-
-    # -- stacking: deltas stack, and bases (1/64 of them; decoded if they must) -----------
-    def stack_key(self, arr: Array) -> Any:
-        m: DeltaMeta = arr.meta
-        n = len(arr)
-        if m.offset or not n or n % 1024 or m.deltas_len != n:
-            return None
-        k = stack_key(arr.children[1])
-        return None if k is None else (self.id, arr.dtype, k, len(arr.children) > 2)
-
-    def stack(self, arrays: Sequence[Array]) -> Array:
-        first = arrays[0]
-        bases = stack_any([a.children[0] for a in arrays], first.children[0].dtype)
-        deltas = stack_equal([a.children[1] for a in arrays])
-        validity = stack_validity([a.children[2] if len(a.children) > 2 else None for a in arrays],
-                                  [len(a) for a in arrays])
-        return delta_array(bases, deltas, 0, len(deltas), first.dtype, validity)
 
     def describe(self, arr: Array) -> str:
         return f"offset={arr.meta.offset}" if arr.meta.offset else ""

@@ -17,9 +17,7 @@ also used by ``vortex.runend`` and ``sparse_encode``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -30,7 +28,6 @@ from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_en
 from ..arrow import from_arrow, string_view_enabled
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import broadcast, decoded, int_bounds, validity, with_validity
-from ..compute.stack import row_starts, stack_any, stack_equal, stack_key
 from ..errors import MalformedStreamError, UnsupportedError
 from ..limits import DEFAULT_LIMITS, ReaderLimits, limits_of
 from ..proto import ProtoWriter, parse
@@ -202,46 +199,11 @@ class DictEncoding(Encoding):
                 return broadcast(n, True, validity(arr.children[0]))
         if hit_valid is not None and hit_valid.all():
             hit_valid = None
-        segmented = self._map_segments(arr, hit, hit_valid)
-        if segmented is not None:
-            return segmented
         codes, cvalid = self._codes(arr)
         vals = _lookup(hit, codes)
         valid = cvalid
         if hit_valid is not None:
             hv = hit_valid[codes]
-            valid = hv if valid is None else valid & hv
-        return with_validity(vals, valid)
-
-    def _map_segments(self, arr: Array, hit: np.ndarray, hit_valid: np.ndarray | None) -> Any:
-        """``_map`` for stacked dictionaries (``stack``): each message's codes map through
-        its own slice of the per-value answer (a gather through all the values costs ~2 ns
-        a row; most slices hold one hit, an equality test). None for other codes."""
-        from .segmented_for import SEGMENTED_FOR
-
-        codes_arr = arr.children[0]
-        if codes_arr.vtable is not SEGMENTED_FOR:
-            return None
-        m = codes_arr.meta
-        bounds = [int(r) for r in m.refs] + [len(hit)]
-        if any(b > c for b, c in pairwise(bounds)):
-            return None
-        c = decoded(codes_arr.children[0])
-        if c.encoding != "vortex.primitive" or not c.dtype.ptype.is_int:
-            raise MalformedStreamError(f"vortex.dict codes must be integers, not {c.dtype!r}")
-        codes, cvalid = primitive_values(c)
-        vals = np.empty(len(arr), dtype=np.bool_)
-        hv = None if hit_valid is None else np.empty(len(arr), dtype=np.bool_)
-        for s in range(len(bounds) - 1):
-            a, b = int(m.starts[s]), int(m.starts[s + 1])
-            lo, hi = bounds[s], bounds[s + 1]
-            sc = checked_indices(codes[a:b], None if cvalid is None else cvalid[a:b], hi - lo,
-                                 "vortex.dict codes")
-            vals[a:b] = _lookup(hit[lo:hi], sc)
-            if hv is not None:
-                hv[a:b] = hit_valid[lo:hi][sc]
-        valid = cvalid
-        if hv is not None:
             valid = hv if valid is None else valid & hv
         return with_validity(vals, valid)
 
@@ -270,28 +232,6 @@ class DictEncoding(Encoding):
         return dict_array(take(arr.children[0], indices), arr.children[1],
                           all_values_referenced=False, dtype=arr.dtype,
                           is_nullable_codes=m.is_nullable_codes)
-
-    # -- stacking: codes stack, re-based by the values before theirs; values join ---------
-    def stack_key(self, arr: Array) -> Any:
-        k = stack_key(arr.children[0])
-        return None if k is None else (self.id, arr.dtype, k)
-
-    def stack(self, arrays: Sequence[Array]) -> Array:
-        from .segmented_for import segmented_for_array
-
-        first = arrays[0]
-        values = stack_any([a.children[1] for a in arrays], first.children[1].dtype)
-        codes = stack_equal([a.children[0] for a in arrays])
-        before = row_starts([a.children[1] for a in arrays])
-        p = codes.dtype.ptype
-        for q in (dt.PType.U8, dt.PType.U16, dt.PType.U32, dt.PType.U64):
-            if q.byte_width >= p.byte_width and len(values) <= 1 << (8 * q.byte_width):
-                break
-        # each message's codes are checked against its own dictionary as they are decoded
-        codes = segmented_for_array(codes, row_starts(arrays), before[:-1], q,
-                                    np.diff(before), "vortex.dict codes")
-        return dict_array(codes, values, all_values_referenced=False, dtype=first.dtype,
-                          is_nullable_codes=codes.dtype.nullable)
 
     def describe(self, arr: Array) -> str:
         m: DictMeta = arr.meta

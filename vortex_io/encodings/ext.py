@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..compute.kernels import compare_storage, is_in_storage, take, take_arrow
 from ..compute.numeric import validity
-from ..compute.stack import stack_equal, stack_key
 from ..errors import MalformedStreamError
 
 
@@ -59,14 +57,6 @@ class ExtEncoding(Encoding):
             return None
         target = arr.dtype.to_arrow()
         return storage if storage.type == target else storage.view(target)
-
-    # -- stacking: the storage's ---------------------------------------------------------
-    def stack_key(self, arr: Array) -> Any:
-        k = stack_key(arr.children[0])
-        return None if k is None else (self.id, arr.dtype, k)
-
-    def stack(self, arrays: Sequence[Array]) -> Array:
-        return ext_array(arrays[0].dtype, stack_equal([a.children[0] for a in arrays]))
 
     def child_names(self, arr: Array) -> list[str]:
         return ["storage"]

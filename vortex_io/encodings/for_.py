@@ -16,7 +16,6 @@ The addition wraps in the dtype's width (signed types add in their unsigned twin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,7 +25,6 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import bound_answer, broadcast, int_bounds, validity
-from ..compute.stack import row_starts, stack_equal, stack_key
 from ..errors import MalformedStreamError
 from ..scalar import Scalar
 from . import fastlanes_layout as fl
@@ -138,21 +136,6 @@ class FoREncoding(Encoding):
             raise MalformedStreamError(f"fastlanes.for: encoded child decoded to {vals.dtype}")
         ref = ut.type(arr.meta & ((1 << (8 * p.byte_width)) - 1))
         return np.add(vals.view(ut), ref).view(p.np_dtype), valid
-
-    # -- stacking: the children stack; different references become one per segment ------
-    def stack_key(self, arr: Array) -> Any:
-        k = stack_key(arr.children[0])
-        return None if k is None else (self.id, arr.dtype, k)
-
-    def stack(self, arrays: Sequence[Array]) -> Array:
-        child = stack_equal([a.children[0] for a in arrays])
-        refs = [a.meta for a in arrays]
-        d = arrays[0].dtype
-        if all(r == refs[0] for r in refs):
-            return for_array(child, refs[0], d)
-        from .segmented_for import segmented_for_array
-
-        return segmented_for_array(child, row_starts(arrays), refs, d.ptype)
 
     def describe(self, arr: Array) -> str:
         return f"reference={arr.meta}"

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
+from ..arrow import arrow_take
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_spec
@@ -53,7 +54,7 @@ class ListViewEncoding(Encoding):
         else:
             total = int(new_offs[-1])
             idx = np.arange(total, dtype=np.int64) - np.repeat(new_offs[:-1] - offs, sizes)
-            elems = elems.take(pa.array(idx))
+            elems = arrow_take(elems, idx)  # (views included: Arrow has no take for them)
         o32, large = arrow_offsets(new_offs)
         field = pa.field("item", elems.type, arr.dtype.element.nullable)
         t = pa.large_list(field) if large else pa.list_(field)

@@ -23,7 +23,6 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array
-from ..compute.stack import join_masks
 from ..errors import MalformedStreamError
 from ..proto import Fields, ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of
@@ -131,31 +130,6 @@ def apply_patches(values: np.ndarray, mask: np.ndarray | None, meta: PatchesMeta
             mask = mask.copy()
         mask[pos] = pmask[sel]
     return values, mask
-
-
-def stack_patches(parts: list[tuple[int, np.ndarray, Array, np.ndarray] | None],
-                  values_dtype: dt.DType) -> tuple[bytes, list[Array]] | None:
-    """Patches of stacked nodes (``vortex_io.compute.stack``): per node, None or (its first
-    row in the stack, its patch positions, its patch values, which values those positions
-    take); as ``make_patches`` gives them, or None when no node has any."""
-    pos, vals, masks = [], [], []
-    for p in parts:
-        if p is None or not len(p[1]):
-            continue
-        start, positions, values, sel = p
-        pv = values.canonical()
-        if pv.encoding != "vortex.primitive":
-            raise MalformedStreamError(f"patch values must be primitive, not {pv.dtype!r}")
-        v, m = primitive_values(pv)
-        pos.append(positions + start)
-        vals.append(v[sel])
-        masks.append(None if m is None else m[sel])
-    if not pos:
-        return None
-    validity = join_masks(masks, [len(v) for v in vals])
-    values_arr = primitive_array(np.concatenate(vals), validity, nullable=values_dtype.nullable,
-                                 ptype=values_dtype.ptype)  # type: ignore[attr-defined]
-    return make_patches(np.concatenate(pos), values_arr)
 
 
 def _smallest_uint(maximum: int) -> dt.PType:

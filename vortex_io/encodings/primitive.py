@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -10,7 +9,6 @@ import numpy as np
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..compute.numeric import compare_values, isin_values, with_validity
-from ..compute.stack import concat, stack_validity
 from ..errors import MalformedStreamError
 from ._common import arrow_validity, log2_width, typed_buffer, validity_mask, validity_spec
 from .bool_ import bool_array
@@ -78,16 +76,6 @@ class PrimitiveEncoding(Encoding):
     def take_values(self, arr: Array, indices: np.ndarray) -> Any:
         vals, valid = primitive_values(arr)
         return vals[indices], None if valid is None else valid[indices]
-
-    # -- stacking --------------------------------------------------------------------
-    def stack_key(self, arr: Array) -> Any:
-        return (self.id, arr.dtype)
-
-    def stack(self, arrays: Sequence[Array]) -> Array:
-        validity = stack_validity([a.children[0] if a.children else None for a in arrays],
-                                  [len(a) for a in arrays])
-        return primitive_array(concat([primitive_raw(a) for a in arrays]), validity,
-                               nullable=arrays[0].dtype.nullable, ptype=arrays[0].dtype.ptype)
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:
         if not arr.dtype.ptype.is_int:

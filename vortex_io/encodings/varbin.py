@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -10,11 +9,9 @@ import numpy as np
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..compute.numeric import bytes_equal_at, needle_bytes, with_validity
-from ..compute.stack import concat, stack_validity
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_mask, validity_spec
-from .primitive import primitive_array
 
 
 def check_offsets(offsets: np.ndarray, data_len: int, what: str) -> None:
@@ -117,27 +114,6 @@ class VarBinEncoding(StringEqualityKernels, Encoding):
         v = arr.children[1].slice(start, stop) if len(arr.children) > 1 else None
         return Array(self, arr.dtype, stop - start, metadata=arr.metadata, buffers=arr.buffers,
                      children=[arr.children[0].slice(start, stop + 1), *([v] if v else [])])
-
-    # -- stacking: bytes concatenate, offsets re-based -----------------------------------
-    def stack_key(self, arr: Array) -> Any:
-        return (self.id, arr.dtype)
-
-    def stack(self, arrays: Sequence[Array]) -> Array:
-        offs = [self.offsets(a) for a in arrays]
-        sizes = [int(o[-1]) - int(o[0]) for o in offs]
-        base = np.zeros(len(arrays) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=base[1:])
-        p = dt.PType.I32 if base[-1] < 2**31 else dt.PType.I64
-        out = np.empty(sum(len(a) for a in arrays) + 1, dtype=p.np_dtype)
-        at = 0
-        for o, b, a in zip(offs, base, arrays):
-            out[at : at + len(a)] = o[:-1] - (o[0] - b)
-            at += len(a)
-        out[-1] = base[-1]
-        data = concat([a.buffers[0][int(o[0]) : int(o[-1])] for a, o in zip(arrays, offs)])
-        validity = stack_validity([a.children[1] if len(a.children) > 1 else None for a in arrays],
-                                  [len(a) for a in arrays])
-        return varbin_array(arrays[0].dtype, primitive_array(out), data, validity)
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:

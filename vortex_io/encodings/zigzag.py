@@ -13,15 +13,11 @@ Decoding is ``x = (u >> 1) ^ -(u & 1)``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import numpy as np
 
 from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
-from ..compute.stack import stack_equal, stack_key
 from ..errors import MalformedStreamError
 from .primitive import primitive_array, primitive_values
 
@@ -80,14 +76,6 @@ class ZigZagEncoding(Encoding):
         if stop == start:  # vortex-data 0.93 panics on some empty encoded nodes
             return primitive_array(np.zeros(0, arr.dtype.ptype.np_dtype), nullable=arr.dtype.nullable)
         return zigzag_array(arr.children[0].slice(start, stop), arr.dtype)
-
-    # -- stacking: the encoded child's -------------------------------------------------
-    def stack_key(self, arr: Array) -> Any:
-        k = stack_key(arr.children[0])
-        return None if k is None else (self.id, arr.dtype, k)
-
-    def stack(self, arrays: Sequence[Array]) -> Array:
-        return zigzag_array(stack_equal([a.children[0] for a in arrays]), arrays[0].dtype)
 
     def child_names(self, arr: Array) -> list[str]:
         return ["encoded"]
