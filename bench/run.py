@@ -6,8 +6,10 @@
 Groups (``--list`` prints them): ``core`` (issue 2: canonical Vortex IPC write/read against
 pyarrow's uncompressed Arrow IPC) and ``codecs`` (issue 3: compressed stream bytes, encode
 and decode time against vortex-data, Arrow IPC none/lz4/zstd and Parquet zstd, with the
-encodings chosen per column). New groups register with ``@group(...)`` below (or in a
-module imported here). Results print as tables and are written as JSON under bench/out/.
+encodings chosen per column) here; ``decode``, ``scan``, ``adapters`` (issue 19; ``--only
+issue19`` runs the three and prints the bars of ``bench/bars.py``), ``polars``, ``duckdb``,
+``inverted_index`` in their modules. New groups register with ``@group(...)`` below (or in
+a module imported here). Results print as tables and are written as JSON under bench/out/.
 """
 
 from __future__ import annotations
@@ -387,6 +389,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.list:
         for g in GROUPS.values():
             print(f"{g.name:8s} {g.description} (datasets: {', '.join(g.datasets)})")
+        for alias, members in ALIASES.items():
+            print(f"{alias:8s} = {', '.join(members)} (and the issue-19 bars)")
         print("datasets:", ", ".join(DATASETS))
         return 0
     if a.profile:
