@@ -8,11 +8,15 @@ The stream is written once per dataset by ``vortex_io.write_ipc(..., compress=Tr
 64Ki-row messages. Systems:
 
 * ``vortex_io.scan``: ``scan(bytes, filter=...).to_arrow()`` (filter kernels on the encoded
-  columns, then ``take`` of the selected rows only); ``vortex_io.scan-sv`` the same with
-  ``string_view=True`` (strings as ``string_view``, the types vortex-data returns).
+  columns, then ``take`` of the selected rows only), ``threads=None``: the native core on
+  every core; ``vortex_io.scan-1t``: ``threads=1`` (and pyarrow pinned to one);
+  ``vortex_io.scan-sv`` the default with ``string_view=True`` (strings as ``string_view``,
+  the types vortex-data returns).
 * ``vortex-data``: every message decoded lazily with ``vortex.serde.decode_ipc_array_buffers``
-  then ``array.filter(array.apply(expr)).to_arrow_table()`` (the acceptance peer; the issue
-  asks for at most 1.0x, goal 0.5x).
+  then ``array.filter(array.apply(expr)).to_arrow_table()`` (the acceptance peer of issues 4
+  and 19: at most 1.0x, goal 0.5x), with its default worker threads; ``vortex-data-1t``
+  pinned to one; ``vortex-data-malloc`` the same in the malloc-tuned worker process
+  (``bench/vx_worker.py``).
 * ``decode+pyarrow``: ``StreamReader(bytes).read_arrow()`` then ``Table.filter`` (the cost of
   not pushing the filter down).
 
@@ -35,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import vortex_io as vio
-from bench.harness import GROUPS, Case, Context, System, group, split_stream
+from bench.harness import GROUPS, Case, Context, System, group, split_stream, thread_setup
 from vortex_io.expr import col
 
 CHUNK_ROWS = 65_536
@@ -56,12 +60,6 @@ def _vx_filter(data: bytes, make_expr: Any) -> Any:
         return pa.concat_tables(out)
 
     return run
-
-
-def _ve() -> Any:
-    import vortex.expr
-
-    return vortex.expr
 
 
 def _have_vortex_data() -> bool:
@@ -101,37 +99,56 @@ def scan_group(ctx: Context) -> Iterator[Case]:
         three = ["AAPL", "MSFT", "NVDA"]
         cases = [
             ("filter-symbol", col("symbol") == "AAPL", pc.field("symbol") == "AAPL",
-             lambda: _ve().column("symbol") == "AAPL"),
+             ("eq", "symbol", "AAPL")),
             ("filter-symbol-in3", col("symbol").is_in(three), pc.field("symbol").isin(three),
-             lambda three=three: _ve().in_list(_ve().column("symbol"), three)),
+             ("in", "symbol", three)),
             ("filter-price-lt90", col("price") < 90.0, pc.field("price") < 90.0,
-             lambda: _ve().column("price") < 90.0),
+             ("lt", "price", 90.0)),
         ]
         if t0 is not None:
             cases.append(("filter-ts-first-chunk", col("ts") < t0, pc.field("ts") < t0, None))
-        for op, e, pe, vx_expr in cases:
+        from bench.bench_decode import vio_threads_label, vx_systems
+
+        vio_label = vio_threads_label()
+        for op, e, pe, vx_spec in cases:
             expected = t.filter(pe)
             systems = [
                 System("vortex_io.scan", lambda e=e, d=data: vio.scan(d, filter=e).to_arrow(),
+                       threads=vio_label + "; pyarrow defaults", setup=thread_setup(pyarrow=None),
                        note="scan(bytes, filter=...).to_arrow()"),
+                System("vortex_io.scan-1t",
+                       lambda e=e, d=data: vio.scan(d, filter=e, threads=1).to_arrow(),
+                       threads="1; pyarrow cpu 1, io 1", setup=thread_setup(pyarrow=1),
+                       note="scan(bytes, filter=..., threads=1).to_arrow()"),
                 System("vortex_io.scan-sv",
                        lambda e=e, d=data: vio.scan(d, filter=e, string_view=True).to_arrow(),
+                       threads=vio_label + "; pyarrow defaults", setup=thread_setup(pyarrow=None),
                        note="scan(..., string_view=True): the Arrow types vortex-data returns"),
                 System("decode+pyarrow",
                        lambda pe=pe, d=data: vio.StreamReader(d).read_arrow().filter(pe),
+                       threads=vio_label + "; pyarrow defaults", setup=thread_setup(pyarrow=None),
                        note="StreamReader(bytes).read_arrow().filter(expr)"),
             ]
             peer = None
-            if vx_ok and vx_expr is not None:
+            if vx_ok and vx_spec is not None:
+                from bench.vx_worker import _vx_expr
+
                 try:
-                    run = _vx_filter(data, vx_expr)
+                    run = _vx_filter(data, lambda spec=vx_spec: _vx_expr(spec))
                     run()
                 except Exception as exc:  # an expression vortex-data cannot build or apply
                     ctx.log(f"[bench] scan/{op}: vortex-data path unavailable: {exc}")
                 else:
-                    systems.append(System("vortex-data", run,
-                                          note="decode_ipc_array_buffers per message, "
-                                               "filter(apply(expr)).to_arrow_table()"))
+                    dm, ams = split_stream(data)
+                    for s in vx_systems(
+                            in_process=run,
+                            worker_job=lambda w, dm=dm, ams=ams, spec=vx_spec: w.load_filter(
+                                dm, ams, spec)):
+                        if s.name.endswith("-malloc-1t"):  # one malloc-tuned system is enough here
+                            continue
+                        s.note += ("; decode_ipc_array_buffers per message, "
+                                   "filter(apply(expr)).to_arrow_table()")
+                        systems.append(s)
                     peer = "vortex-data"
             yield Case(
                 group="scan", dataset=ds, op=op, peer=peer,

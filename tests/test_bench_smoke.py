@@ -105,3 +105,52 @@ def test_trades_follows_the_protocol():
     assert size.min() >= 1 and size.max() <= 10_000
     assert 0.45 < np.mean(size % 100 == 0) < 0.6
     assert set(pc.unique(t["side"]).to_pylist()) == {"B", "S"}
+
+
+def test_issue19_groups_run_with_threads_faults_and_bars(tmp_path, restore_threads):
+    """The decode group (with the malloc-tuned vortex-data worker when vortex-data is
+    installed) and the adapters group on a tiny table: every system states its threads and
+    page faults, and the bars summary is written."""
+    pytest.importorskip("polars")
+    pytest.importorskip("duckdb")
+    out = tmp_path / "bench.json"
+    lines: list[str] = []
+    run(only=["decode", "adapters"], datasets=["trades"], rows=3_000, rounds=1, json_path=out,
+        log=lines.append)
+    doc = json.loads(out.read_text())
+    by_op = {(r["group"], r["op"]): r for r in doc["results"]}
+    dec = {s["name"]: s for s in by_op[("decode", "decode")]["systems"]}
+    assert {"vortex_io", "vortex_io-1t", "parquet-zstd", "parquet-zstd-1t", "arrow-ipc-zstd",
+            "arrow-ipc-zstd-1t"} <= set(dec)
+    assert dec["vortex_io-1t"]["threads"].startswith("1")
+    for s in dec.values():
+        assert s["threads"] and len(s["minflt"]) == 1 and s["minflt_median"] >= 0
+    try:
+        import vortex.serde  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        assert {"vortex-data", "vortex-data-1t", "vortex-data-malloc",
+                "vortex-data-malloc-1t"} <= set(dec)
+        assert doc["meta"]["malloc_worker"]["env"]["MALLOC_MMAP_THRESHOLD_"]
+    ops = {op for g, op in by_op if g == "adapters"}
+    assert {"polars-count-size-gt100", "polars-groupby-symbol", "polars-vwap-by-side",
+            "polars-filter-symbol", "duckdb-groupby-symbol", "duckdb-like-m",
+            "duckdb-ts-between", "duckdb-filter-symbol"} <= ops
+    assert all(r["check"] == "passed" for r in doc["results"])
+    bars = {b["label"]: b for b in doc["bars"]}
+    b = bars["decode trades: vortex_io / Parquet zstd"]
+    assert b["measured"] and b["ratio"] == pytest.approx(
+        dec["vortex_io"]["median_s"] / min(dec["parquet-zstd"]["median_s"],
+                                           dec["parquet-zstd-1t"]["median_s"]))
+    assert not bars["decode flights: vortex_io / Parquet zstd"]["measured"]
+    assert any("issue 19 bars" in x for x in lines)
+
+
+def test_float_tolerance_in_the_check():
+    t = pa.table({"k": ["a", "b"], "x": [1.0, 2.0]})
+    near = pa.table({"k": ["a", "b"], "x": [1.0 + 1e-12, 2.0]})
+    assert harness.table_difference(near, t) is not None
+    assert harness.table_difference(near, t, rtol=1e-9) is None
+    far = pa.table({"k": ["a", "b"], "x": [1.1, 2.0]})
+    assert "row 0" in harness.table_difference(far, t, rtol=1e-9)

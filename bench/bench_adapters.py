@@ -1,0 +1,272 @@
+"""The ``adapters`` benchmark group (issue 19): full-scan and selective queries through the
+Polars and DuckDB adapters on a Vortex IPC file, against the same engine reading the same
+data as Parquet zstd (and, for Polars' selective query, as an Arrow IPC zstd file), in the
+same run.
+
+    .venv/bin/python bench/run.py --only adapters   (or: .venv/bin/python bench/bench_adapters.py)
+
+The table is the trades generator at twice ``--rows`` (2,000,000 rows by default), written
+once to a temporary directory: Vortex IPC by ``write_ipc(compress=True, chunk_rows=65536)``,
+Parquet by ``pq.write_table(compression='zstd')`` (pyarrow's default row groups), Arrow IPC
+as a file with zstd buffers and 64Ki-row record batches. The adapters are added the public
+way (``vortex_io.register_polars()`` -> ``pl.scan_vortex_ipc``, ``vortex_io.register_duckdb(con)``
+-> ``vortex_ipc(path)``). Every engine runs with its default thread pool, vortex_io's scans
+with the native core's default (every core), pyarrow's pools at their defaults.
+
+Queries (every result is checked against one computed with pyarrow from the table before
+anything is timed; group results are sorted by key, floats compared with rtol 1e-9):
+
+* Polars: ``filter(size > 100).select(pl.len())``, ``group_by('symbol').agg(mean price,
+  sum size)``, VWAP by side (``sum(price * size) / sum(size)``), ``filter(symbol == 'AAPL')``
+  (all columns).
+* DuckDB: ``GROUP BY symbol`` (avg price, sum size), ``WHERE symbol LIKE 'M%'`` (count, sum
+  size), ``WHERE ts BETWEEN lo AND hi`` (the middle 10% of rows: count, avg price),
+  ``SELECT * WHERE symbol = 'AAPL'``.
+
+Bars (``bench/bars.py``): each at most 1.0x the same engine on Parquet zstd (goal 0.5x); the
+selective query at most 1.0x ``pl.scan_ipc`` (zstd) and ``read_parquet`` (zstd).
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repository root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+
+import vortex_io as vio
+from bench.datasets import trades
+from bench.harness import GROUPS, Case, Context, System, group, thread_setup
+
+CHUNK_ROWS = 65_536
+RTOL = 1e-9
+
+
+def normalize(t: pa.Table, sort_by: list[str] | None = None) -> pa.Table:
+    """The table in the types results are compared in (integers and scale-0 decimals as
+    int64, floats as float64, strings as utf8), sorted by ``sort_by``."""
+    cols = []
+    for c in t.columns:
+        ty = c.type
+        if pa.types.is_integer(ty) or (pa.types.is_decimal(ty) and ty.scale == 0):
+            c = c.cast(pa.int64())
+        elif pa.types.is_floating(ty) or pa.types.is_decimal(ty):
+            c = c.cast(pa.float64())
+        elif pa.types.is_dictionary(ty):
+            c = c.cast(ty.value_type)
+        cols.append(c)
+    out = pa.table(cols, names=t.column_names)
+    if sort_by:
+        out = out.sort_by([(k, "ascending") for k in sort_by])
+    return out
+
+
+def _write_files(t: pa.Table, d: Path) -> dict[str, Path]:
+    import pyarrow.parquet as pq
+
+    paths = {"vortex": d / "trades.vxipc", "parquet": d / "trades.parquet",
+             "ipc-zstd": d / "trades-zstd.arrow"}
+    vio.write_ipc(paths["vortex"], t, compress=True, chunk_rows=CHUNK_ROWS)
+    pq.write_table(t, paths["parquet"], compression="zstd")
+    with ipc.new_file(paths["ipc-zstd"], t.schema,
+                      options=ipc.IpcWriteOptions(compression="zstd")) as w:
+        w.write_table(t, max_chunksize=CHUNK_ROWS)
+    return paths
+
+
+def _mb(p: Path) -> str:
+    return f"{p.stat().st_size / 1e6:.1f} MB"
+
+
+# -- expected results, computed with pyarrow / numpy from the table ------------------------------
+
+
+def _group_symbol(t: pa.Table) -> pa.Table:
+    g = t.group_by("symbol").aggregate([("price", "mean"), ("size", "sum")])
+    return normalize(pa.table({"symbol": g["symbol"], "avg_price": g["price_mean"],
+                               "sum_size": g["size_sum"]}), ["symbol"])
+
+
+def _vwap(t: pa.Table) -> pa.Table:
+    side = t["side"].to_numpy(zero_copy_only=False)
+    price, size = t["price"].to_numpy(), t["size"].to_numpy()
+    keys = sorted(set(side.tolist()))
+    vw = [float((price[side == k] * size[side == k]).sum() / size[side == k].sum()) for k in keys]
+    return pa.table({"side": keys, "vwap": pa.array(vw, pa.float64())})
+
+
+def _count_sum(mask: Any, t: pa.Table, names: tuple[str, str] = ("n", "sum_size")) -> pa.Table:
+    sel = t.filter(mask)
+    return pa.table({names[0]: pa.array([sel.num_rows], pa.int64()),
+                     names[1]: pa.array([pc.sum(sel["size"]).as_py()], pa.int64())})
+
+
+# -- Polars -------------------------------------------------------------------------------------
+
+
+def polars_cases(t: pa.Table, paths: dict[str, Path], vio_label: str, ds: str) -> Iterator[Case]:
+    import polars as pl
+
+    vio.register_polars()
+    threads = f"polars {pl.thread_pool_size()}"
+    notes = [f"polars {pl.__version__}, {pl.thread_pool_size()} threads; in-memory engine; "
+             f"files: vortex {_mb(paths['vortex'])}, parquet zstd {_mb(paths['parquet'])}, "
+             f"arrow ipc zstd {_mb(paths['ipc-zstd'])}"]
+
+    def systems(query: Callable[[Any], Any], sort_by: list[str] | None, *, ipc_too: bool
+                ) -> list[System]:
+        def as_table(df: Any) -> pa.Table:
+            return normalize(df.to_arrow(), sort_by)
+
+        def sys_(name: str, scan: Callable[[], Any], label: str, note: str) -> System:
+            return System(name, lambda: query(scan()).collect(), as_table, threads=label,
+                          setup=thread_setup(pyarrow=None), note=note)
+
+        out = [
+            sys_("scan_vortex_ipc", lambda: pl.scan_vortex_ipc(paths["vortex"]),
+                 f"{threads} + vortex_io {vio_label}", "pl.scan_vortex_ipc (vortex_io adapter)"),
+            sys_("scan_parquet-zstd", lambda: pl.scan_parquet(paths["parquet"]), threads,
+                 "pl.scan_parquet"),
+        ]
+        if ipc_too:
+            out.append(sys_("scan_ipc-zstd", lambda: pl.scan_ipc(paths["ipc-zstd"]), threads,
+                            "pl.scan_ipc on the Arrow IPC zstd file"))
+        return out
+
+    yield Case(
+        group="adapters", dataset=ds, op="polars-count-size-gt100", peer="scan_parquet-zstd",
+        description="scan(f).filter(pl.col('size') > 100).select(pl.len()).collect()",
+        expected=pa.table({"len": pa.array([int(pc.sum(pc.greater(t["size"], 100)).as_py())],
+                                           pa.int64())}),
+        notes=notes,
+        systems=systems(lambda lf: lf.filter(pl.col("size") > 100).select(pl.len()), None,
+                        ipc_too=False))
+    yield Case(
+        group="adapters", dataset=ds, op="polars-groupby-symbol", peer="scan_parquet-zstd",
+        description="scan(f).group_by('symbol').agg(price.mean(), size.sum()).collect()",
+        expected=_group_symbol(t), notes=notes, rtol=RTOL,
+        systems=systems(lambda lf: lf.group_by("symbol").agg(
+            pl.col("price").mean().alias("avg_price"), pl.col("size").sum().alias("sum_size")),
+            ["symbol"], ipc_too=False))
+    yield Case(
+        group="adapters", dataset=ds, op="polars-vwap-by-side", peer="scan_parquet-zstd",
+        description="scan(f).group_by('side').agg((price * size).sum() / size.sum()).collect()",
+        expected=_vwap(t), notes=notes, rtol=RTOL,
+        systems=systems(lambda lf: lf.group_by("side").agg(
+            ((pl.col("price") * pl.col("size")).sum() / pl.col("size").sum()).alias("vwap")),
+            ["side"], ipc_too=False))
+    yield Case(
+        group="adapters", dataset=ds, op="polars-filter-symbol", peer="scan_ipc-zstd",
+        description="scan(f).filter(pl.col('symbol') == 'AAPL').collect() (2.2% of rows)",
+        expected=normalize(t.filter(pc.equal(t["symbol"], "AAPL"))), notes=notes,
+        systems=systems(lambda lf: lf.filter(pl.col("symbol") == "AAPL"), None, ipc_too=True))
+
+
+# -- DuckDB -------------------------------------------------------------------------------------
+
+
+def duckdb_cases(t: pa.Table, paths: dict[str, Path], vio_label: str, ds: str) -> Iterator[Case]:
+    import duckdb
+
+    con = duckdb.connect()
+    vio.register_duckdb(con)
+    nthreads = con.sql("SELECT current_setting('threads')").fetchall()[0][0]
+    threads = f"duckdb {nthreads}"
+    notes = [f"duckdb {duckdb.__version__}, threads={nthreads} (default settings); files: "
+             f"vortex {_mb(paths['vortex'])}, parquet zstd {_mb(paths['parquet'])}"]
+    ts = t["ts"]
+    n = len(ts)
+    lo_i, hi_i = int(n * 0.45), min(n - 1, int(n * 0.55))
+    lo_v, hi_v = ts[lo_i].value, ts[hi_i].value  # nanoseconds
+
+    def ns_literal(v: int) -> str:
+        s = np.datetime_as_string(np.datetime64(v, "ns"), unit="ns").replace("T", " ")
+        return f"'{s}'::TIMESTAMP_NS"
+
+    between = pc.and_(pc.greater_equal(ts, pa.scalar(lo_v, ts.type)),
+                      pc.less_equal(ts, pa.scalar(hi_v, ts.type)))
+    sel = t.filter(between)
+    m_mask = pc.starts_with(t["symbol"], "M")
+
+    def systems(sql: str, sort_by: list[str] | None) -> list[System]:
+        def q(source: str) -> Callable[[], pa.Table]:
+            text = sql.format(src=source)
+            return lambda: con.sql(text).to_arrow_table()
+
+        def as_table(out: pa.Table) -> pa.Table:
+            return normalize(out, sort_by)
+
+        return [
+            System("vortex_ipc", q(f"vortex_ipc('{paths['vortex']}')"), as_table,
+                   threads=f"{threads} + vortex_io {vio_label}", setup=thread_setup(pyarrow=None),
+                   note="vortex_ipc(path) (vortex_io adapter)"),
+            System("read_parquet-zstd", q(f"read_parquet('{paths['parquet']}')"), as_table,
+                   threads=threads, setup=thread_setup(pyarrow=None), note="read_parquet(path)"),
+        ]
+
+    queries = [
+        ("duckdb-groupby-symbol", "SELECT symbol, avg(price) AS avg_price, sum(size) AS sum_size "
+         "FROM {src} GROUP BY symbol", ["symbol"], _group_symbol(t), RTOL),
+        ("duckdb-like-m", "SELECT count(*) AS n, sum(size) AS sum_size FROM {src} "
+         "WHERE symbol LIKE 'M%'", None, _count_sum(m_mask, t), None),
+        ("duckdb-ts-between", "SELECT count(*) AS n, avg(price) AS avg_price FROM {src} "
+         f"WHERE ts BETWEEN {ns_literal(lo_v)} AND {ns_literal(hi_v)}", None,
+         pa.table({"n": pa.array([sel.num_rows], pa.int64()),
+                   "avg_price": pa.array([pc.mean(sel["price"]).as_py()], pa.float64())}), RTOL),
+        ("duckdb-filter-symbol", "SELECT * FROM {src} WHERE symbol = 'AAPL'", None,
+         normalize(t.filter(pc.equal(t["symbol"], "AAPL"))), None),
+    ]
+    for op, sql, sort_by, expected, rtol in queries:
+        yield Case(group="adapters", dataset=ds, op=op, peer="read_parquet-zstd",
+                   description=sql.format(src="<source>"), expected=expected, notes=notes,
+                   rtol=rtol, systems=systems(sql, sort_by))
+
+
+def adapters_group(ctx: Context) -> Iterator[Case]:
+    """Polars and DuckDB through vortex_io's adapters vs the same engine on Parquet zstd."""
+    from bench.bench_decode import vio_threads_label
+
+    rows = 2 * ctx.rows
+    t = trades(rows)
+    ds = f"trades-{rows // 1000}k" if rows < 1_000_000 else f"trades-{rows / 1e6:g}M"
+    tmp = Path(tempfile.mkdtemp(prefix="vortex-bench-adapters-"))
+    atexit.register(shutil.rmtree, tmp, True)
+    paths = _write_files(t, tmp)
+    label = vio_threads_label()
+    try:
+        import polars  # noqa: F401
+    except ImportError:
+        ctx.log("[bench] polars is not installed: skipping the Polars adapter cases")
+    else:
+        yield from polars_cases(t, paths, label, ds)
+    try:
+        import duckdb  # noqa: F401
+    except ImportError:
+        ctx.log("[bench] duckdb is not installed: skipping the DuckDB adapter cases")
+    else:
+        yield from duckdb_cases(t, paths, label, ds)
+
+
+# registered once, whether imported by bench/run.py or run as a script (which imports both)
+if "adapters" not in GROUPS:
+    group("adapters", datasets=("trades",),
+          description="issue 19: Polars and DuckDB adapters on 2x--rows trades (64Ki-row "
+                      "messages) vs the same engine on Parquet zstd / Arrow IPC zstd")(
+        adapters_group)
+
+
+if __name__ == "__main__":
+    from bench.run import main
+
+    sys.exit(main(["--only", "adapters", *sys.argv[1:]]))
