@@ -45,15 +45,14 @@ Buf checked_codes(const Col& codes, uint64_t bound, const char* what) {
 // `bad` positions under nulls read as 0.
 template <class C>
 bool codes_in_range(const C* codes, uint64_t n, uint64_t bound, const uint8_t* valid) {
-  bool ok = true;
-  if constexpr (std::is_unsigned_v<C>) {
-    if (bound > uint64_t(std::numeric_limits<C>::max())) return true;
-    C b = C(bound);
-    for (uint64_t i = 0; i < n; i++) ok &= codes[i] < b;
-  } else {
-    for (uint64_t i = 0; i < n; i++) ok &= codes[i] >= 0 && uint64_t(codes[i]) < bound;
+  if (n == 0) return true;
+  // min and max (vectorizable reductions), then the slow path only when a code is out
+  C lo = codes[0], hi = codes[0];
+  for (uint64_t i = 1; i < n; i++) {
+    lo = codes[i] < lo ? codes[i] : lo;
+    hi = codes[i] > hi ? codes[i] : hi;
   }
-  if (ok) return true;
+  if (i128(lo) >= 0 && i128(hi) < i128(bound)) return true;
   for (uint64_t i = 0; i < n; i++) {
     i128 x = i128(codes[i]);
     if ((x < 0 || x >= i128(bound)) && (!valid || get_bit(valid, i)))
@@ -108,22 +107,67 @@ Col gather(const Col& values, const Col& codes, const DType& d, Ctx& c) {
           for (uint64_t i = 0; i < k; i++) std::memcpy(out.values.ptr + 16 * i, vs + 16 * code(i), 16);
           break;
         }
-        uint64_t total = 0;
-        for (uint64_t i = 0; i < k; i++) {
-          uint64_t x = code(i);
-          total += uint64_t(so[x + 1] - so[x]);
+        int32_t longest = 0;
+        for (uint64_t j = 0; j < nv; j++) longest = std::max(longest, so[j + 1] - so[j]);
+        // the bytes the gather writes: bounded by rows x the longest value, counted exactly
+        // only when that bound could exceed the limits
+        uint64_t total = sat_mul(k, uint64_t(longest));
+        if (total > c.lim.max_decoded_bytes || total > 0x7FFFFFFF) {
+          total = 0;
+          for (uint64_t i = 0; i < k; i++) {
+            uint64_t x = code(i);
+            total += uint64_t(so[x + 1] - so[x]);
+          }
+          check_decoded(c.lim, total, cat("gather of ", k, " strings"));
+          if (total > 0x7FFFFFFF) unsupported("a gather of more than 2 GiB of strings");
         }
-        check_decoded(c.lim, total, cat("gather of ", k, " strings"));
-        if (total > 0x7FFFFFFF) unsupported("a gather of more than 2 GiB of strings");
+        // (total is now the exact size or a bound of it: buffers are sized by it and cut
+        // to the final offset)
         out.layout = Layout::String;
         out.len = k;
         out.offsets = alloc(size_t(4 * (k + 1)));
         int32_t* oo = out.offsets.mut<int32_t>();
         oo[0] = 0;
-        int32_t maxlen = 0;
-        for (uint64_t j = 0; j < nv; j++) maxlen = std::max(maxlen, so[j + 1] - so[j]);
+        int32_t maxlen = 0, minlen = INT32_MAX;
+        const uint8_t* vvalid = values.validity.empty() ? nullptr : values.validity.data();
+        for (uint64_t j = 0; j < nv; j++) {
+          int32_t len = so[j + 1] - so[j];
+          maxlen = std::max(maxlen, len);
+          if (!vvalid || get_bit(vvalid, j)) minlen = std::min(minlen, len);
+        }
         const uint8_t* src = values.values.data();
-        if (maxlen <= 16) {
+        int32_t fw = minlen;  // every valid value has this length: fixed-width rows
+        bool fixed = nv > 0 && fw > 0 && fw <= 8 && minlen != INT32_MAX && uint64_t(fw) * k <= 0x7FFFFFFF;
+        if (fixed)
+          for (uint64_t j = 0; j < nv && fixed; j++)
+            if ((!vvalid || get_bit(vvalid, j)) && so[j + 1] - so[j] != fw) fixed = false;
+        if (fixed) {
+          // flags, codes, tickers of one length: each value is one fixed-width item, null
+          // values' slots zero (their rows are null), offsets i * W
+          std::vector<uint64_t> items(size_t(nv), 0);
+          for (uint64_t j = 0; j < nv; j++)
+            if (!vvalid || get_bit(vvalid, j)) std::memcpy(&items[size_t(j)], src + so[j], size_t(fw));
+          for (uint64_t i = 0; i <= k; i++) oo[i] = int32_t(i * uint64_t(fw));
+          Buf data = alloc(size_t(k) * size_t(fw) + 8);
+          uint8_t* dd = data.ptr;
+          const uint64_t* it = items.data();
+          auto typed = [&](auto t) {  // widths of a machine word: one store a row
+            using T = decltype(t);
+            std::vector<T> tab(static_cast<size_t>(nv));
+            for (uint64_t j = 0; j < nv; j++) tab[size_t(j)] = T(it[j]);
+            T* o = reinterpret_cast<T*>(dd);
+            for (uint64_t i = 0; i < k; i++) std::memcpy(o + i, &tab[size_t(code(i))], sizeof(T));
+          };
+          switch (fw) {
+            case 1: typed(uint8_t{}); break;
+            case 2: typed(uint16_t{}); break;
+            case 4: typed(uint32_t{}); break;
+            case 8: typed(uint64_t{}); break;
+            default:
+              for (uint64_t i = 0; i < k; i++) std::memcpy(dd + i * uint64_t(fw), &it[code(i)], 8);
+          }
+          out.values = data.slice(0, size_t(k) * size_t(fw));
+        } else if (maxlen <= 16) {
           // short values: copy 16 bytes a row from a padded copy, whatever their length
           size_t span = size_t(so[nv] - so[0]);
           Buf padded = alloc(span + 16);
@@ -140,17 +184,18 @@ Col gather(const Col& values, const Col& codes, const DType& d, Ctx& c) {
             pos += so[x + 1] - a;
             oo[i + 1] = pos;
           }
-          out.values = data.slice(0, size_t(total));
+          out.values = data.slice(0, size_t(pos));
         } else {
-          out.values = alloc(size_t(total));
+          Buf data = alloc(size_t(total));
           int32_t pos = 0;
           for (uint64_t i = 0; i < k; i++) {
             uint64_t x = code(i);
             int32_t a = so[x], len = so[x + 1] - a;
-            if (len) std::memcpy(out.values.ptr + pos, src + a, size_t(len));
+            if (len) std::memcpy(data.ptr + pos, src + a, size_t(len));
             pos += len;
             oo[i + 1] = pos;
           }
+          out.values = data.slice(0, size_t(pos));
         }
         out.validity = values.validity.empty() ? Buf() : values.validity;  // gathered below
         break;
