@@ -1,7 +1,7 @@
 // _native.kernel_probe: runs one compute kernel (compare, is_in, is_null, take, validity)
 // on one node of a message's tree, for the differential tests of the encodings' compute
-// hooks (tests/test_native_floats.py) until a native scan calls them. Test-only: not on any
-// reading path.
+// hooks against the reference's kernels (tests/test_native_floats.py,
+// tests/test_native_hooks.py). Test-only: not on any reading path.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
