@@ -1,4 +1,4 @@
-"""The native core's compute hooks (compare, is_in, take, validity) on the nested
+"""The native core's compute hooks (compare, is_in, is_null, take, validity) on the nested
 and temporal encodings' nodes (chunked, masked, bytebool, datetimeparts,
 decimal_byte_parts, list, listview, fixed_size_list) against the numpy reference's kernels
 (vortex_io.compute): each array is written as a one-message stream, its root node run
@@ -20,7 +20,7 @@ from vortex_io import _native_glue as ng
 from vortex_io import dtype as dt
 from vortex_io.array import Array
 from vortex_io.arrow import dtype_to_arrow
-from vortex_io.compute.kernels import compare_storage, is_in_storage, take
+from vortex_io.compute.kernels import compare_storage, is_in_storage, is_null, take
 from vortex_io.compute.numeric import validity
 from vortex_io.encodings.bool_ import bool_array
 from vortex_io.encodings.bytebool import bytebool_array
@@ -78,6 +78,7 @@ class Native:
                      m.header.row_count, list(encs), list(ng.known_flags(encs)), [])
         self.lib = lib
         self.array = m.array(self.dtype)  # the reference's node, as read back
+        self.handled: dict[str, int] = {}  # kernel: calls the node's own hook answered
 
     def run(self, kind: str, op: int = 0, lits=(), idx=()):
         r = self.lib.kernel_probe(*self.args, kind, op, [_lit(v) for v in lits], list(idx))
@@ -85,6 +86,8 @@ class Native:
             raise ng.error_of(r[1], r[2])
         assert r[0] != "python", f"{kind}: the native core handed the node back to Python"
         assert r[0] == {"take": "col", "validity": "bits"}.get(kind, "mask"), (kind, r)
+        if r[-1]:
+            self.handled[kind] = self.handled.get(kind, 0) + 1
         return r
 
     def _mask(self, r) -> pa.Array:
@@ -98,6 +101,9 @@ class Native:
 
     def is_in(self, vals) -> pa.Array:
         return self._mask(self.run("is_in", 0, vals))
+
+    def is_null(self, negated: bool) -> pa.Array:
+        return self._mask(self.run("is_null", int(negated)))
 
     def take(self, idx) -> pa.Array:
         r = self.run("take", idx=np.asarray(idx, dtype=np.uint32).tolist())
@@ -143,6 +149,15 @@ def _check_take_validity(nat: Native, rng):
     v = validity(nat.array)
     want = pa.array(np.ones(n, bool) if v is None else v)
     assert nat.validity().equals(want)
+    for neg in (False, True):
+        assert nat.is_null(neg).equals(_mask_arrow(is_null(nat.array, negated=neg))), f"is_null {neg}"
+
+
+def _answered(nat: Native, *kinds: str) -> None:
+    """The node's own hooks answered (at least once each) these kernels, not the decode
+    fallback."""
+    missing = [k for k in kinds if not nat.handled.get(k)]
+    assert not missing, f"{nat.array.encoding}: no hook answered {missing} ({nat.handled})"
 
 
 # -- vortex.datetimeparts ----------------------------------------------------------------------
@@ -163,6 +178,7 @@ def test_datetimeparts_kernels(lib, unit):
     _check_compare(nat, lits)
     _check_is_in(nat, [[v0], [v0, int(vals[7]), 12345], []])
     _check_take_validity(nat, rng)
+    _answered(nat, "compare", "take", "validity")
 
 
 def test_datetimeparts_kernels_constant_parts_and_wrapping(lib):
@@ -181,6 +197,7 @@ def test_datetimeparts_kernels_constant_parts_and_wrapping(lib):
     nat = Native(lib, whole)
     _check_compare(nat, [0, 86_400_000, 86_400_000 * 7 + 1, -86_400_000 * 299, 10**18])
     _check_take_validity(nat, rng)
+    _answered(nat, "compare", "take", "validity")
     # parts that could wrap i64: the bounds refuse the shortcut, the fallback decodes
     big = dtp(primitive_array(rng.integers(-(2**40), 2**40, n)),
               primitive_array(np.full(n, 2**63, dtype=np.uint64)),
@@ -188,6 +205,7 @@ def test_datetimeparts_kernels_constant_parts_and_wrapping(lib):
     nat = Native(lib, big)
     _check_compare(nat, [0, 12345, -(2**62)])
     _check_take_validity(nat, rng)
+    assert "compare" not in nat.handled
 
 
 # -- vortex.decimal_byte_parts ---------------------------------------------------------------
@@ -210,6 +228,7 @@ def test_decimal_byte_parts_kernels(lib, precision, scale, ptype):
     _check_compare(nat, lits, ref_lit=ref)
     _check_is_in(nat, [[int(ints[1]), int(ints[2])], [2**70], [0]], ref_lit=ref)
     _check_take_validity(nat, rng)
+    _answered(nat, "compare", "is_in", "take", "validity")
 
 
 # -- vortex.chunked ----------------------------------------------------------------------------
@@ -225,6 +244,7 @@ def test_chunked_kernels(lib):
     _check_compare(nat, [0, 5, -21, 20, 2**40])
     _check_is_in(nat, [[1, 2, 3], [100], []])
     _check_take_validity(nat, rng)
+    _answered(nat, "compare", "is_in", "take", "validity")
     strs = vio.array(pa.array([None if i % 5 == 0 else f"s{i % 13}" for i in range(300)]))
     sv = vio.array(pa.array([f"a view string {i}" for i in range(40)], type=pa.string_view()))
     ch = chunked_array([strs.slice(0, 100), sv, strs.slice(100, 300)], strs.dtype)
@@ -232,9 +252,12 @@ def test_chunked_kernels(lib):
     _check_compare(nat, ["s3", "a view string 7", ""])
     _check_is_in(nat, [["s1", "s2"], ["a view string 39"]])
     _check_take_validity(nat, rng)
+    _answered(nat, "compare", "is_in", "take", "validity")
     lists = vio.array(pa.array([[i] * (i % 4) if i % 7 else None for i in range(200)]))
     ch = chunked_array([lists.slice(0, 50), lists.slice(50, 200)], lists.dtype)
-    _check_take_validity(Native(lib, ch), rng)
+    nat = Native(lib, ch)
+    _check_take_validity(nat, rng)
+    _answered(nat, "take", "validity")
 
 
 # -- vortex.masked -----------------------------------------------------------------------------
@@ -249,6 +272,7 @@ def test_masked_kernels(lib):
         _check_compare(nat, [10, 0, 49, -1, 2**40])
         _check_is_in(nat, [[1, 2], [60]])
         _check_take_validity(nat, rng)
+        _answered(nat, "compare", "is_in", "take", "validity")
 
 
 # -- lists, bytebool ---------------------------------------------------------------------------
@@ -265,9 +289,13 @@ def test_list_kernels(lib):
     ]
     for arr in data:
         for a in (vio.array(arr), vio.array(arr.slice(7, 300))):
-            _check_take_validity(Native(lib, a), rng)
+            nat = Native(lib, a)
+            _check_take_validity(nat, rng)
+            # (vortex.listview takes by decoding: it has no take hook)
+            _answered(nat, *(["validity"] if nat.array.encoding == "vortex.listview" else ["take", "validity"]))
     b = bytebool_array(rng.integers(0, 3, 300).astype(np.uint8), bool_array(rng.random(300) > 0.2),
                        nullable=True)
     nat = Native(lib, b)
     _check_compare(nat, [True, False])
     _check_take_validity(nat, rng)
+    _answered(nat, "validity")
