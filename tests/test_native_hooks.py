@@ -299,3 +299,21 @@ def test_list_kernels(lib):
     _check_compare(nat, [True, False])
     _check_take_validity(nat, rng)
     _answered(nat, "validity")
+
+
+# -- kernel_probe itself -----------------------------------------------------------------------
+
+def test_kernel_probe_refuses_malformed_requests(lib):
+    nat = Native(lib, primitive_array(np.arange(10, dtype=np.int32)))
+    args = nat.args
+    for lits in ([("i", 1)], [("o",)], [("x", 1)], [1], [("f", 1.0, 2.0)]):
+        with pytest.raises((ValueError, TypeError)):
+            lib.kernel_probe(*args, "compare", 0, lits, [])
+    for idx in ([10], [3, 2]):
+        with pytest.raises(ValueError):
+            lib.kernel_probe(*args, "take", 0, [], idx)
+    with pytest.raises(IndexError):
+        lib.kernel_probe(*args[:-1], [0], "validity", 0, [], [])
+    with pytest.raises(ValueError):
+        lib.kernel_probe(*args, "decode", 0, [], [])
+    assert lib.kernel_probe(*args, "compare", 0, [("i", 0, 3)], [])[0] == "mask"
