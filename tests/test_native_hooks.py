@@ -1,22 +1,14 @@
-"""The native core's compute dispatch (compare, is_in, take, validity) on the nested
-encodings' nodes against the numpy reference's kernels (vortex_io.compute), before the
-bindings expose a scan: tests/native_hooks.cpp is built with native/src into a small shared
-library (cached in build/hooks by the sources' hash) and called through ctypes; results
-come back as Arrow C data arrays."""
+"""The native core's compute hooks (compare, is_in, is_null, take, validity) on the nested
+and temporal encodings' nodes (chunked, masked, bytebool, datetimeparts,
+decimal_byte_parts, list, listview, fixed_size_list) against the numpy reference's kernels
+(vortex_io.compute): each array is written as a one-message stream, its root node run
+through the extension's test-only ``_native.kernel_probe`` (native/src/probe.cpp) and
+compared with the reference's kernels on the same message as Python reads it back."""
 
 from __future__ import annotations
 
-import ctypes
 import decimal
-import fcntl
-import glob
-import hashlib
 import itertools
-import os
-import shutil
-import struct
-import subprocess
-import tempfile
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +20,7 @@ from vortex_io import _native_glue as ng
 from vortex_io import dtype as dt
 from vortex_io.array import Array
 from vortex_io.arrow import dtype_to_arrow
-from vortex_io.compute.kernels import compare_storage, is_in_storage, take
+from vortex_io.compute.kernels import compare_storage, is_in_storage, is_null, take
 from vortex_io.compute.numeric import validity
 from vortex_io.encodings.bool_ import bool_array
 from vortex_io.encodings.bytebool import bytebool_array
@@ -39,77 +31,37 @@ from vortex_io.encodings.decimal_byte_parts import decimal_byte_parts_encode
 from vortex_io.encodings.masked import MASKED
 from vortex_io.encodings.primitive import primitive_array
 from vortex_io.ipc.framing import MessageDecoder
+from vortex_io.limits import ReaderLimits
 from vortex_io.proto import ProtoWriter
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CXX = shutil.which("g++") or shutil.which("c++")
-
-pytestmark = [
-    pytest.mark.skipif(not NATIVE, reason="the native core is off (VORTEX_IO_NATIVE=0)"),
-    pytest.mark.skipif(CXX is None, reason="no C++ compiler"),
-]
+pytestmark = pytest.mark.skipif(not NATIVE, reason="the native core is off (VORTEX_IO_NATIVE=0)")
 
 OPS = ["eq", "neq", "lt", "lte", "gt", "gte"]
-ERR = {1: vio.MalformedStreamError, 2: vio.TruncatedStreamError, 3: vio.UnsupportedError,
-       4: vio.LimitExceededError}
-
-
-def _build(srcs: list[str], out_dir: str, so: str) -> None:
-    if os.path.exists(so):
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
-        def compile_one(src: str) -> str:
-            obj = os.path.join(tmp, os.path.basename(src) + ".o")
-            subprocess.run([CXX, "-std=c++17", "-O1", "-g0", "-fPIC", "-pthread", "-c",
-                            "-I", os.path.join(ROOT, "native", "src"), src, "-o", obj],
-                           check=True)
-            return obj
-
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as ex:
-            objs = list(ex.map(compile_one, srcs))
-        lib_tmp = os.path.join(tmp, "lib.so")
-        subprocess.run([CXX, "-shared", "-pthread", *objs, "-o", lib_tmp], check=True)
-        for old in glob.glob(os.path.join(out_dir, "libvxhooks-*.so")):
-            os.remove(old)
-        os.replace(lib_tmp, so)
 
 
 @pytest.fixture(scope="module")
 def lib():
-    srcs = sorted(p for p in glob.glob(os.path.join(ROOT, "native", "src", "*.cpp"))
-                  if not p.endswith("module.cpp"))
-    srcs.append(os.path.join(ROOT, "tests", "native_hooks.cpp"))
-    h = hashlib.sha256()
-    for p in sorted(srcs + glob.glob(os.path.join(ROOT, "native", "src", "*.h"))):
-        with open(p, "rb") as f:
-            h.update(f.read())
-    out_dir = os.path.join(ROOT, "build", "hooks")
-    os.makedirs(out_dir, exist_ok=True)
-    so = os.path.join(out_dir, f"libvxhooks-{h.hexdigest()[:16]}.so")
-    with open(os.path.join(out_dir, ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # (one build for every test worker)
-        _build(srcs, out_dir, so)
-    dll = ctypes.CDLL(so)
-    dll.vxh_run.restype = ctypes.c_int
-    dll.vxh_run.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p,
-                            ctypes.c_size_t]
-    return dll
+    """The extension (kernel_probe is test-only: it is not on any reading path)."""
+    return ng.native()
 
 
-def _str(b: bytes) -> bytes:
-    return struct.pack("<I", len(b)) + b
-
-
-def _lit(v) -> bytes:
+def _lit(v):
+    """A literal as kernel_probe takes it."""
     if isinstance(v, bool):
-        return b"\x03" + bytes([v])
+        return ("o", v)
     if isinstance(v, int):
-        return b"\x00" + (v % (1 << 128)).to_bytes(16, "little")
+        v %= 1 << 128  # (two's complement i128, as the native core holds it)
+        hi = v >> 64
+        return ("i", hi - (1 << 64) if hi >> 63 else hi, v & ((1 << 64) - 1))
     if isinstance(v, float):
-        return b"\x01" + struct.pack("<d", v)
-    return b"\x02" + _str(v.encode() if isinstance(v, str) else v)
+        return ("f", v)
+    return ("b", v)
+
+
+def _bits(b: bytes, n: int) -> np.ndarray | None:
+    if not b:
+        return None
+    return np.unpackbits(np.frombuffer(b, np.uint8), bitorder="little")[:n].astype(bool)
 
 
 class Native:
@@ -121,36 +73,46 @@ class Native:
         msgs = list(dec)
         self.dtype = msgs[0].dtype()
         m = msgs[1]
-        self.head = (_str(ng.dtype_program(self.dtype)) + _str(bytes(m.body))
-                     + struct.pack("<QI", m.header.row_count, len(m.header.encodings))
-                     + b"".join(_str(e.encode()) for e in m.header.encodings)
-                     + struct.pack("<i", -1))
+        encs = tuple(m.header.encodings)
+        self.args = (ng.dtype_program(self.dtype), list(ng.limits_values(ReaderLimits())), bytes(m.body),
+                     m.header.row_count, list(encs), list(ng.known_flags(encs)), [])
         self.lib = lib
         self.array = m.array(self.dtype)  # the reference's node, as read back
+        self.handled: dict[str, int] = {}  # kernel: calls the node's own hook answered
 
-    def run(self, op: bytes, *, arrow_type=None):
-        req = self.head + op
-        out = ctypes.create_string_buffer(80)  # struct ArrowArray
-        err = ctypes.create_string_buffer(512)
-        rc = self.lib.vxh_run(req, len(req), ctypes.addressof(out), err, 512)
-        if rc in ERR:
-            raise ERR[rc](err.value.decode())
-        assert rc == 0, f"native hook failed ({rc}): {err.value.decode()}"
-        return pa.Array._import_from_c(ctypes.addressof(out), arrow_type or pa.bool_())
+    def run(self, kind: str, op: int = 0, lits=(), idx=()):
+        r = self.lib.kernel_probe(*self.args, kind, op, [_lit(v) for v in lits], list(idx))
+        if r[0] == "err":
+            raise ng.error_of(r[1], r[2])
+        assert r[0] != "python", f"{kind}: the native core handed the node back to Python"
+        assert r[0] == {"take": "col", "validity": "bits"}.get(kind, "mask"), (kind, r)
+        if r[-1]:
+            self.handled[kind] = self.handled.get(kind, 0) + 1
+        return r
 
-    def compare(self, v, op: str):
-        return self.run(b"C" + bytes([OPS.index(op)]) + _lit(v))
+    def _mask(self, r) -> pa.Array:
+        n = len(self.array)
+        vals = r[1] or bytes((n + 7) // 8)
+        valid = pa.py_buffer(r[2]) if r[2] else None
+        return pa.Array.from_buffers(pa.bool_(), n, [valid, pa.py_buffer(vals)])
 
-    def is_in(self, vals):
-        return self.run(b"I" + struct.pack("<I", len(vals)) + b"".join(_lit(v) for v in vals))
+    def compare(self, v, op: str) -> pa.Array:
+        return self._mask(self.run("compare", OPS.index(op), [v]))
 
-    def take(self, idx):
-        idx = np.asarray(idx, dtype=np.uint32)
-        return self.run(b"T" + struct.pack("<I", len(idx)) + idx.tobytes(),
-                        arrow_type=dtype_to_arrow(self.dtype))
+    def is_in(self, vals) -> pa.Array:
+        return self._mask(self.run("is_in", 0, vals))
 
-    def validity(self):
-        return self.run(b"V")
+    def is_null(self, negated: bool) -> pa.Array:
+        return self._mask(self.run("is_null", int(negated)))
+
+    def take(self, idx) -> pa.Array:
+        r = self.run("take", idx=np.asarray(idx, dtype=np.uint32).tolist())
+        return pa.Array._import_from_c_capsule(dtype_to_arrow(self.dtype).__arrow_c_schema__(), r[1])
+
+    def validity(self) -> pa.Array:
+        n = len(self.array)
+        got = _bits(self.run("validity")[1], n)
+        return pa.array(np.ones(n, bool) if got is None else got)
 
 
 def _mask_arrow(m) -> pa.Array:
@@ -187,6 +149,15 @@ def _check_take_validity(nat: Native, rng):
     v = validity(nat.array)
     want = pa.array(np.ones(n, bool) if v is None else v)
     assert nat.validity().equals(want)
+    for neg in (False, True):
+        assert nat.is_null(neg).equals(_mask_arrow(is_null(nat.array, negated=neg))), f"is_null {neg}"
+
+
+def _answered(nat: Native, *kinds: str) -> None:
+    """The node's own hooks answered (at least once each) these kernels, not the decode
+    fallback."""
+    missing = [k for k in kinds if not nat.handled.get(k)]
+    assert not missing, f"{nat.array.encoding}: no hook answered {missing} ({nat.handled})"
 
 
 # -- vortex.datetimeparts ----------------------------------------------------------------------
@@ -207,6 +178,7 @@ def test_datetimeparts_kernels(lib, unit):
     _check_compare(nat, lits)
     _check_is_in(nat, [[v0], [v0, int(vals[7]), 12345], []])
     _check_take_validity(nat, rng)
+    _answered(nat, "compare", "take", "validity")
 
 
 def test_datetimeparts_kernels_constant_parts_and_wrapping(lib):
@@ -225,6 +197,7 @@ def test_datetimeparts_kernels_constant_parts_and_wrapping(lib):
     nat = Native(lib, whole)
     _check_compare(nat, [0, 86_400_000, 86_400_000 * 7 + 1, -86_400_000 * 299, 10**18])
     _check_take_validity(nat, rng)
+    _answered(nat, "compare", "take", "validity")
     # parts that could wrap i64: the bounds refuse the shortcut, the fallback decodes
     big = dtp(primitive_array(rng.integers(-(2**40), 2**40, n)),
               primitive_array(np.full(n, 2**63, dtype=np.uint64)),
@@ -232,6 +205,7 @@ def test_datetimeparts_kernels_constant_parts_and_wrapping(lib):
     nat = Native(lib, big)
     _check_compare(nat, [0, 12345, -(2**62)])
     _check_take_validity(nat, rng)
+    assert "compare" not in nat.handled
 
 
 # -- vortex.decimal_byte_parts ---------------------------------------------------------------
@@ -254,6 +228,7 @@ def test_decimal_byte_parts_kernels(lib, precision, scale, ptype):
     _check_compare(nat, lits, ref_lit=ref)
     _check_is_in(nat, [[int(ints[1]), int(ints[2])], [2**70], [0]], ref_lit=ref)
     _check_take_validity(nat, rng)
+    _answered(nat, "compare", "is_in", "take", "validity")
 
 
 # -- vortex.chunked ----------------------------------------------------------------------------
@@ -269,6 +244,7 @@ def test_chunked_kernels(lib):
     _check_compare(nat, [0, 5, -21, 20, 2**40])
     _check_is_in(nat, [[1, 2, 3], [100], []])
     _check_take_validity(nat, rng)
+    _answered(nat, "compare", "is_in", "take", "validity")
     strs = vio.array(pa.array([None if i % 5 == 0 else f"s{i % 13}" for i in range(300)]))
     sv = vio.array(pa.array([f"a view string {i}" for i in range(40)], type=pa.string_view()))
     ch = chunked_array([strs.slice(0, 100), sv, strs.slice(100, 300)], strs.dtype)
@@ -276,9 +252,12 @@ def test_chunked_kernels(lib):
     _check_compare(nat, ["s3", "a view string 7", ""])
     _check_is_in(nat, [["s1", "s2"], ["a view string 39"]])
     _check_take_validity(nat, rng)
+    _answered(nat, "compare", "is_in", "take", "validity")
     lists = vio.array(pa.array([[i] * (i % 4) if i % 7 else None for i in range(200)]))
     ch = chunked_array([lists.slice(0, 50), lists.slice(50, 200)], lists.dtype)
-    _check_take_validity(Native(lib, ch), rng)
+    nat = Native(lib, ch)
+    _check_take_validity(nat, rng)
+    _answered(nat, "take", "validity")
 
 
 # -- vortex.masked -----------------------------------------------------------------------------
@@ -293,6 +272,7 @@ def test_masked_kernels(lib):
         _check_compare(nat, [10, 0, 49, -1, 2**40])
         _check_is_in(nat, [[1, 2], [60]])
         _check_take_validity(nat, rng)
+        _answered(nat, "compare", "is_in", "take", "validity")
 
 
 # -- lists, bytebool ---------------------------------------------------------------------------
@@ -308,11 +288,32 @@ def test_list_kernels(lib):
         pa.array([[] for _ in range(400)], type=pa.list_(pa.int32(), 0)),
     ]
     for arr in data:
-        a = vio.array(arr)
-        _check_take_validity(Native(lib, a), rng)
-        _check_take_validity(Native(lib, vio.array(arr.slice(7, 300))), rng)
+        for a in (vio.array(arr), vio.array(arr.slice(7, 300))):
+            nat = Native(lib, a)
+            _check_take_validity(nat, rng)
+            # (vortex.listview takes by decoding: it has no take hook)
+            _answered(nat, *(["validity"] if nat.array.encoding == "vortex.listview" else ["take", "validity"]))
     b = bytebool_array(rng.integers(0, 3, 300).astype(np.uint8), bool_array(rng.random(300) > 0.2),
                        nullable=True)
     nat = Native(lib, b)
     _check_compare(nat, [True, False])
     _check_take_validity(nat, rng)
+    _answered(nat, "validity")
+
+
+# -- kernel_probe itself -----------------------------------------------------------------------
+
+def test_kernel_probe_refuses_malformed_requests(lib):
+    nat = Native(lib, primitive_array(np.arange(10, dtype=np.int32)))
+    args = nat.args
+    for lits in ([("i", 1)], [("o",)], [("x", 1)], [1], [("f", 1.0, 2.0)]):
+        with pytest.raises((ValueError, TypeError)):
+            lib.kernel_probe(*args, "compare", 0, lits, [])
+    for idx in ([10], [3, 2]):
+        with pytest.raises(ValueError):
+            lib.kernel_probe(*args, "take", 0, [], idx)
+    with pytest.raises(IndexError):
+        lib.kernel_probe(*args[:-1], [0], "validity", 0, [], [])
+    with pytest.raises(ValueError):
+        lib.kernel_probe(*args, "decode", 0, [], [])
+    assert lib.kernel_probe(*args, "compare", 0, [("i", 0, 3)], [])[0] == "mask"

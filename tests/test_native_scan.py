@@ -5,6 +5,7 @@ generated predicates, projections, limits, offsets, mutated streams and thread c
 from __future__ import annotations
 
 import io
+import itertools
 
 import numpy as np
 import pyarrow as pa
@@ -117,3 +118,119 @@ def test_a_python_encoding_in_the_filter_runs_in_python():
     for e in (col("city") == "oslo", col("n") > 1500, col("city").is_in(["rome", "lima"])):
         assert_same_scan(buf.getvalue(), filter=e)
         assert_same_scan(buf.getvalue(), filter=e, columns=["city"])
+
+
+# -- the nested and temporal encodings' compute hooks under a scan --------------------------------
+
+def _hooks_message(rng, n, day0):
+    """One struct message whose fields use the encodings tests/test_native_hooks.py probes."""
+    import decimal
+
+    from vortex_io import dtype as dt
+    from vortex_io.array import Array
+    from vortex_io.encodings.bool_ import bool_array
+    from vortex_io.encodings.bytebool import bytebool_array
+    from vortex_io.encodings.chunked import chunked_array
+    from vortex_io.encodings.constant import constant_array
+    from vortex_io.encodings.datetimeparts import datetimeparts_encode
+    from vortex_io.encodings.decimal_byte_parts import decimal_byte_parts_encode
+    from vortex_io.encodings.masked import MASKED
+    from vortex_io.encodings.primitive import primitive_array
+    from vortex_io.encodings.struct_ import struct_array
+
+    day = 86_400 * 10**6
+    ts = pa.array(day0 * day + rng.integers(0, 5 * day, n), type=pa.timestamp("us", "UTC"),
+                  mask=rng.random(n) < 0.1)
+    dec = pa.array([None if i % 6 == 0 else decimal.Decimal(int(x)).scaleb(-2)
+                    for i, x in enumerate(rng.integers(-5000, 5000, n))], type=pa.decimal128(9, 2))
+    ints = vio.array(pa.array(rng.integers(-20, 20, n), mask=rng.random(n) < 0.1))
+    cuts = sorted({0, n, *rng.integers(0, n, 3).tolist()})
+    chunks = [ints.slice(a, b) for a, b in itertools.pairwise(cuts)]
+    chunks.insert(1, constant_array(None, 0, ints.dtype))  # (an empty chunk)
+    strs = vio.array(pa.array([None if i % 5 == 0 else f"s{i % 13}" for i in range(n)]))
+    fields = {
+        "ts": datetimeparts_encode(vio.array(ts)),
+        "d": decimal_byte_parts_encode(vio.array(dec), dt.PType.I32),
+        "c": chunked_array(chunks, ints.dtype),
+        "cs": chunked_array([strs.slice(0, n // 2), strs.slice(n // 2, n)], strs.dtype),
+        "m": Array(MASKED, dt.int32(True), n,
+                   children=[primitive_array(rng.integers(0, 50, n).astype(np.int32)),
+                             bool_array(rng.random(n) > 0.3)]),
+        "bb": bytebool_array(rng.integers(0, 3, n).astype(np.uint8), bool_array(rng.random(n) > 0.2),
+                             nullable=True),
+        "l": vio.array(pa.array([[f"w{j}" for j in range(i % 4)] if i % 6 else None for i in range(n)])),
+        "fl": vio.array(pa.array([[i, i + 1] if i % 5 else None for i in range(n)],
+                                 type=pa.list_(pa.int64(), 2))),
+        "lv": vio.array(pa.array([[1, 2], None, [], [3]] * (n // 4), type=pa.list_view(pa.int64()))),
+    }
+    d = dt.Struct(list(fields), [a.dtype for a in fields.values()])
+    return struct_array(d, n, list(fields.values()))
+
+
+def _hooks_stream(chunked_root: bool = False):
+    from tests.native_util import stream_of
+    from vortex_io.encodings.chunked import chunked_array
+
+    rng = np.random.default_rng(11)
+    msgs = [_hooks_message(rng, 400, k * 3) for k in range(4)]
+    if chunked_root:  # each message a vortex.chunked of struct chunks
+        msgs = [chunked_array([m.slice(0, 150), m.slice(150, 400)], m.dtype) for m in msgs]
+    return stream_of(*msgs)
+
+
+def _hooks_filters(data):
+    import datetime
+    import decimal
+
+    with ng.use_native(False), vio.StreamReader(data) as r:
+        t = r.read_arrow()
+    ts = [v for v in t.column("ts").to_pylist() if v is not None]
+    ds = [v for v in t.column("d").to_pylist() if v is not None]
+    day = datetime.timedelta(days=1)
+    t0 = datetime.datetime(1970, 1, 4, tzinfo=datetime.UTC)
+    return [
+        col("ts") < t0, col("ts") >= t0 + 2 * day, col("ts") == ts[3], col("ts").is_in(ts[500:505]),
+        col("ts").is_null(), col("d") > decimal.Decimal("12.5"), col("d") <= 0, col("d") == ds[7],
+        col("d").is_in([ds[1], decimal.Decimal("-49.99"), ds[900], 10**30]),
+        col("d").is_not_null(), col("c") == 3, col("c") < -15, col("c").is_in([1, 2, 3]),
+        col("c").is_null(), col("cs") == "s3", col("cs").is_in(["s1", "s12"]), col("m") >= 40,
+        col("m").is_in([0, 7]), col("m") == 2**40, col("m").is_null(), col("bb"), ~col("bb"),
+        col("bb") == False, col("bb").is_null(),  # noqa: E712
+        (col("ts") < t0 + 5 * day) & (col("m") > 10), (col("c") == 0) | col("bb"),
+        ~((col("d") > 0) & col("cs").is_in(["s0", "s5"])),
+    ]
+
+
+def test_nested_and_temporal_encodings_filter_natively(monkeypatch):
+    """The scan evaluates these fields' hooks in the core: no message or column goes back
+    to Python (``strict()``, and the per-message Python scan is never entered)."""
+    data = _hooks_stream()
+    d = vio.StreamReader(data).dtype
+    from vortex_io.scan import Scan
+
+    handed_back = []
+    real = Scan._scan_one
+
+    def spy(self, *a, **kw):
+        if ng.enabled():
+            handed_back.append(a[1].index)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(Scan, "_scan_one", spy)
+    for e in _hooks_filters(data):
+        assert lower(e, d) is not None, repr(e)
+        for columns in (None, ["l", "fl", "lv"], ["ts", "d", "l"]):
+            assert_same_scan(data, filter=e, columns=columns)
+            with ng.strict():
+                run(data, native=True, filter=e, columns=columns)
+            assert not handed_back, (e, columns, handed_back)
+    for limit, offset in ((10, 0), (None, 333), (5, 1000)):
+        assert_same_scan(data, filter=col("c") > 0, columns=["l", "lv", "fl", "m"], limit=limit,
+                         offset=offset)
+
+
+def test_chunked_roots_filter_the_same():
+    data = _hooks_stream(chunked_root=True)
+    for e in _hooks_filters(data)[::3]:
+        assert_same_scan(data, filter=e)
+        assert_same_scan(data, filter=e, columns=["l", "fl", "ts"])

@@ -1,7 +1,7 @@
 // _native.kernel_probe: runs one compute kernel (compare, is_in, is_null, take, validity)
 // on one node of a message's tree, for the differential tests of the encodings' compute
-// hooks (tests/test_native_floats.py) until a native scan calls them. Test-only: not on any
-// reading path.
+// hooks against the reference's kernels (tests/test_native_floats.py,
+// tests/test_native_hooks.py). Test-only: not on any reading path.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -19,9 +19,14 @@ nb::bytes bits_bytes(const Buf& b, uint64_t n) {
   return nb::bytes(reinterpret_cast<const char*>(b.data()), size_t((n + 7) / 8));
 }
 
+// ("i", hi, lo), ("f", x), ("b", str) or ("o", bool)
 Lit lit_of(nb::handle h) {
+  if (!PyTuple_Check(h.ptr()) || PyTuple_GET_SIZE(h.ptr()) < 2)
+    throw std::invalid_argument("kernel_probe: a literal is a (kind, value...) tuple");
   nb::tuple t = nb::borrow<nb::tuple>(h);
   std::string kind = nb::cast<std::string>(t[0]);
+  if (t.size() != (kind == "i" ? 3u : 2u))
+    throw std::invalid_argument("kernel_probe: literal of kind '" + kind + "' has the wrong arity");
   Lit l;
   if (kind == "i") {
     // (hi, lo): the value is hi * 2^64 + lo, hi signed
@@ -35,9 +40,11 @@ Lit lit_of(nb::handle h) {
   } else if (kind == "b") {
     l.kind = Lit::Bytes;
     l.s = nb::cast<std::string>(t[1]);
-  } else {
+  } else if (kind == "o") {
     l.kind = Lit::Bool;
     l.b = nb::cast<bool>(t[1]);
+  } else {
+    throw std::invalid_argument("kernel_probe: unknown literal kind '" + kind + "'");
   }
   return l;
 }
