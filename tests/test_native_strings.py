@@ -149,6 +149,18 @@ def test_legacy_fsst_form():
     legacy = Array(FSST, a.dtype, len(a), metadata=a.metadata, buffers=list(a.buffers[:2]),
                    children=[codes, ulen])
     assert_same(stream_of(legacy))
+    # the codes as another canonical encoding: refused both ways
+    co_vals = np.asarray(co.buffers[0].view(co.dtype.ptype.np_dtype)).astype(np.int64)
+    rows = [bytes(a.buffers[2][co_vals[i]:co_vals[i + 1]]) for i in range(len(a))]
+    view = from_arrow(pa.array(rows, type=pa.binary_view()), dtype=dt.Binary(True))
+    assert view.encoding == "vortex.varbinview"
+    bad = Array(FSST, a.dtype, len(a), metadata=a.metadata, buffers=list(a.buffers[:2]),
+                children=[view, ulen])
+    assert assert_same(stream_of(bad))[0] == "err"
+    # the wrong number of children
+    bad = Array(FSST, a.dtype, len(a), metadata=a.metadata, buffers=list(a.buffers[:2]),
+                children=[codes, ulen, ulen])
+    assert assert_same(stream_of(bad))[0] == "err"
 
 
 @pytest.mark.parametrize("make", [

@@ -188,14 +188,6 @@ struct Parts {
   uint64_t lo = 0, hi = 0;  // the codes window co[0], co[n]
 };
 
-// ulen[i] as u64 (checked non-negative)
-inline uint64_t int_at(const Col& c, uint64_t i) {
-  return with_int_ptype(c.ptype, [&](auto tt) -> uint64_t {
-    using T = decltype(tt);
-    return uint64_t(c.vals<T>()[i]);
-  });
-}
-
 Col string_col(const Node& n, Buf offsets, Buf data, uint64_t len, Buf validity) {
   Col out;
   out.layout = Layout::String;
@@ -343,9 +335,15 @@ class FsstEnc : public Encoding {
     const Node* ulen_node;
     if (legacy(n)) {
       const Node& codes = n.child(0);
-      // the reference canonicalizes the codes child and requires vortex.varbin; any other
-      // encoding's canonical form is the Python implementation's business
-      if (!codes.enc || std::string_view(codes.enc->id()) != "vortex.varbin") throw NeedPython();
+      // the reference canonicalizes the codes child and requires vortex.varbin: another
+      // canonical encoding is refused; what a compressed one decodes to is the Python
+      // implementation's business
+      if (!codes.enc) throw NeedPython();
+      if (std::string_view(codes.enc->id()) != "vortex.varbin") {
+        if (codes.enc->canonical())
+          malformed("vortex.fsst (legacy form): codes must be vortex.varbin, not ", codes.enc_id);
+        throw NeedPython();
+      }
       p.codes = codes.buffers[0].bytes();
       co_node = &codes.child(0);
       p.validity = opt_child(codes, 1);
@@ -388,9 +386,14 @@ class FsstEnc : public Encoding {
     with_int_ptype(p.co.ptype, [&](auto tt) {
       using T = decltype(tt);
       const T* co = p.co.vals<T>();
-      for (size_t i = 0; i < k; i++) m += uint64_t(co[idx[i] + 1]) - uint64_t(co[idx[i]]);
+      for (size_t i = 0; i < k; i++) m = sat_add(m, uint64_t(co[idx[i] + 1]) - uint64_t(co[idx[i]]));
     });
-    for (size_t i = 0; i < k; i++) total += int_at(p.ulen, idx[i]);  // sum <= 2**62: checked
+    // (each length is checked; repeated rows may still sum past anything: saturating)
+    with_int_ptype(p.ulen.ptype, [&](auto tt) {
+      using T = decltype(tt);
+      const T* u = p.ulen.vals<T>();
+      for (size_t i = 0; i < k; i++) total = sat_add(total, uint64_t(u[idx[i]]));
+    });
     check_decoded(c.lim, total, cat("vortex.fsst take of ", k, " rows"));
     if (total > sat_mul(8, m))
       malformed("vortex.fsst: ", m, " codes cannot decode to the ", total, " uncompressed bytes");
@@ -426,11 +429,15 @@ class FsstEnc : public Encoding {
     Buf offs = alloc(4 * (k + 1));
     int32_t* o = offs.mut<int32_t>();
     o[0] = 0;
-    int32_t acc = 0;
-    for (size_t i = 0; i < k; i++) {
-      acc += int32_t(int_at(p.ulen, idx[i]));
-      o[i + 1] = acc;
-    }
+    with_int_ptype(p.ulen.ptype, [&](auto tt) {
+      using T = decltype(tt);
+      const T* u = p.ulen.vals<T>();
+      int32_t acc = 0;
+      for (size_t i = 0; i < k; i++) {
+        acc += int32_t(u[idx[i]]);
+        o[i + 1] = acc;
+      }
+    });
     Buf v = decode_validity(p.validity, n.len, c);
     if (!v.empty()) v = take_bits(v.data(), idx, k);
     out = string_col(n, offs, data.slice(0, size_t(total)), k, v);

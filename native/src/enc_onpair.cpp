@@ -122,7 +122,8 @@ class OnPairEnc : public Encoding {
                         uint64_t total) {
     if (dofs.len == 0) malformed("vortex.onpair: dict_offsets is empty");
     const uint64_t nd = dofs.len - 1;
-    if (blob.len > 0xFFFFFFF0u) malformed("vortex.onpair: a dictionary of ", blob.len, " bytes");
+    // (buffer lengths are u32 on the wire: token offsets inside the blob fit Tok::off)
+    if (blob.len > UINT32_MAX) unsupported("vortex.onpair: a dictionary of ", blob.len, " bytes");
     Buf tabb = alloc(size_t(8 * (nd ? nd : 1)));
     Tok* tab = tabb.mut<Tok>();
     with_int_ptype(dofs.ptype, [&](auto tt) {
