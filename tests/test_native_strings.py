@@ -10,7 +10,7 @@ import io
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import vortex_io as vio
@@ -31,8 +31,6 @@ from vortex_io.errors import VortexIPCError
 from vortex_io.ipc.framing import MessageDecoder
 from vortex_io.limits import ReaderLimits
 from vortex_io.proto import ProtoWriter
-
-FEW = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 
 WORDS = ["hello world", "", "a", "hello there", "the quick brown fox", "wörld ünïcode ✓",
          "x" * 300, "http://example.com/path?q=1", "AAPL", "MSFT", "\x00\xff"]
@@ -549,13 +547,11 @@ def seed_streams():
     return [stream_of(f, f.slice(5, 250)), stream_of(esc), stream_of(o, o.slice(3, 100)), stream_of(d)]
 
 
-@FEW
 @given(which=st.integers(0, 3), flips=_FLIPS)
 def test_random_flips_decode(seed_streams, which, flips):
     assert_same(_mutants(seed_streams[which], flips))
 
 
-@FEW
 @given(which=st.integers(0, 1), flips=_FLIPS, needle=st.sampled_from(["hello world", "", "a", "zz"]))
 def test_random_flips_kernels(seed_streams, which, flips, needle):
     if not NATIVE:
@@ -584,7 +580,6 @@ def _min_rows(data):
         return 0
 
 
-@FEW
 @given(st.lists(st.one_of(st.none(), st.text(max_size=30), st.sampled_from(WORDS)), max_size=80),
        st.sampled_from(list(ENCODERS)))
 def test_random_strings(vals, enc):
@@ -604,3 +599,62 @@ def test_read_through_public_api():
     buf = io.BytesIO()
     vio.write_ipc(buf, t, compress=True)
     assert_same(buf.getvalue(), strict=False)
+
+
+# -- structured corruption: valid messages, hostile values ---------------------------------------
+
+_BASE_VALS = [*_strings(120, 21, 0.15), "\xff\xfe", "hello world" * 3]
+
+
+@given(code_edits=st.lists(st.tuples(st.integers(0, 1 << 16), st.sampled_from([0, 1, 5, 200, 254, 255])),
+                           max_size=4),
+       len_edit=st.one_of(st.none(), st.tuples(st.integers(0, 200), st.integers(-2, 2))),
+       co_edit=st.one_of(st.none(), st.tuples(st.integers(0, 200), st.integers(-3, 3))),
+       small_table=st.booleans(),
+       needle=st.sampled_from(["hello world", "", "a", "AAPL", "hello worldhello worldhello world"]))
+def test_fsst_hostile_values(code_edits, len_edit, co_edit, small_table, needle):
+    table = SymbolTable.from_bytes([b"hel", b"lo", b" w", b"o", b"a"]) if small_table else None
+    a = fsst_encode(_arr(_BASE_VALS), table)
+    sym, lens, codes = (np.array(b, copy=True) for b in a.buffers)
+    for pos, v in code_edits:
+        if len(codes):
+            codes[pos % len(codes)] = v
+    ulen = np.asarray(a.children[0].buffers[0].view(a.children[0].dtype.ptype.np_dtype)).astype(np.int64)
+    co = np.asarray(a.children[1].buffers[0].view(a.children[1].dtype.ptype.np_dtype)).astype(np.int64)
+    if len_edit:
+        ulen[len_edit[0] % len(ulen)] += len_edit[1]
+    if co_edit:
+        co[co_edit[0] % len(co)] += co_edit[1]
+    meta = ProtoWriter().varint(1, int(dt.PType.I64)).varint(2, int(dt.PType.I64)).finish()
+    b = Array(FSST, a.dtype, len(a), metadata=meta, buffers=[sym, lens, codes],
+              children=[primitive_array(ulen), primitive_array(co), *a.children[2:]])
+    data = stream_of(b, b.slice(2, 90))
+    assert_same(data)
+    if NATIVE:
+        kernel_same(data, "compare", op="eq", lits=[needle])
+        kernel_same(data, "compare", op="neq", lits=[needle])
+        kernel_same(data, "is_in", lits=[needle, "a", "o"])
+        kernel_same(data, "take", idx=[0, 1, 1, 5, 40, 87])
+        kernel_same(data, "validity")
+
+
+@given(code_edits=st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(-2, 600)), max_size=3),
+       len_edit=st.one_of(st.none(), st.tuples(st.integers(0, 200), st.integers(-2, 2))),
+       do_edit=st.one_of(st.none(), st.tuples(st.integers(0, 600), st.integers(-3, 20))),
+       co_edit=st.one_of(st.none(), st.tuples(st.integers(0, 200), st.integers(-3, 3))))
+def test_onpair_hostile_values(code_edits, len_edit, do_edit, co_edit):
+    a = onpair_encode(_arr(_BASE_VALS), dict_bits=9)
+    do, codes, co, ulen = [np.asarray(k.buffers[0].view(k.dtype.ptype.np_dtype)).astype(np.int64)
+                           for k in a.children[:4]]
+    for pos, v in code_edits:
+        codes[pos % len(codes)] = v
+    for edit, arr in ((len_edit, ulen), (do_edit, do), (co_edit, co)):
+        if edit:
+            arr[edit[0] % len(arr)] += edit[1]
+    i64 = dt.PType.I64
+    meta = _onpair_meta(a.meta, dict_offsets_ptype=i64, codes_ptype=i64, codes_offsets_ptype=i64,
+                        uncompressed_lengths_ptype=i64)
+    b = _onpair_with(a, metadata=meta, children=[primitive_array(do), primitive_array(codes),
+                                                 primitive_array(co), primitive_array(ulen),
+                                                 *a.children[4:]])
+    assert_same(stream_of(b, b.slice(3, 70)))
