@@ -327,6 +327,10 @@ class Stream {
         what = ERR;
         ekind = int(e.kind);
         emsg = e.msg;
+      } catch (std::bad_alloc&) {
+        what = ERR;
+        ekind = int(ErrKind::Limit);
+        emsg = "out of memory while running the kernel";
       }
     }
     auto bits = [&](const Buf& b, uint64_t n) -> nb::object {
