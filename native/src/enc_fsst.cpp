@@ -34,7 +34,12 @@ uint64_t strings_check_lengths(const Col& ulen, const char* what) {
       for (uint64_t i = 0; i < n; i++) mn = v[i] < mn ? v[i] : mn;
       if (mn < 0) malformed(what, ": negative uncompressed length");
     }
-    for (uint64_t i = 0; i < n; i++) total = sat_add(total, uint64_t(v[i]));
+    if (sizeof(T) <= 4 && n < (uint64_t(1) << 32)) {
+      // fewer than 2**32 values of at most 32 bits: the u64 sum cannot wrap (vectorized)
+      for (uint64_t i = 0; i < n; i++) total += uint64_t(v[i]);
+    } else {
+      for (uint64_t i = 0; i < n; i++) total = sat_add(total, uint64_t(v[i]));
+    }
   });
   if (total > (uint64_t(1) << 62)) limit_exceeded(what, ": uncompressed lengths sum past 2**62 bytes");
   return total;
