@@ -34,12 +34,14 @@ uint64_t strings_check_lengths(const Col& ulen, const char* what) {
       for (uint64_t i = 0; i < n; i++) mn = v[i] < mn ? v[i] : mn;
       if (mn < 0) malformed(what, ": negative uncompressed length");
     }
+    uint64_t acc = 0;  // (a local: `v` may alias `total`)
     if (sizeof(T) <= 4 && n < (uint64_t(1) << 32)) {
       // fewer than 2**32 values of at most 32 bits: the u64 sum cannot wrap (vectorized)
-      for (uint64_t i = 0; i < n; i++) total += uint64_t(v[i]);
+      for (uint64_t i = 0; i < n; i++) acc += uint64_t(v[i]);
     } else {
-      for (uint64_t i = 0; i < n; i++) total = sat_add(total, uint64_t(v[i]));
+      for (uint64_t i = 0; i < n; i++) acc = sat_add(acc, uint64_t(v[i]));
     }
+    total = acc;
   });
   if (total > (uint64_t(1) << 62)) limit_exceeded(what, ": uncompressed lengths sum past 2**62 bytes");
   return total;
@@ -391,13 +393,17 @@ class FsstEnc : public Encoding {
     with_int_ptype(p.co.ptype, [&](auto tt) {
       using T = decltype(tt);
       const T* co = p.co.vals<T>();
-      for (size_t i = 0; i < k; i++) m = sat_add(m, uint64_t(co[idx[i] + 1]) - uint64_t(co[idx[i]]));
+      uint64_t acc = 0;
+      for (size_t i = 0; i < k; i++) acc = sat_add(acc, uint64_t(co[idx[i] + 1]) - uint64_t(co[idx[i]]));
+      m = acc;
     });
     // (each length is checked; repeated rows may still sum past anything: saturating)
     with_int_ptype(p.ulen.ptype, [&](auto tt) {
       using T = decltype(tt);
       const T* u = p.ulen.vals<T>();
-      for (size_t i = 0; i < k; i++) total = sat_add(total, uint64_t(u[idx[i]]));
+      uint64_t acc = 0;
+      for (size_t i = 0; i < k; i++) acc = sat_add(acc, uint64_t(u[idx[i]]));
+      total = acc;
     });
     check_decoded(c.lim, total, cat("vortex.fsst take of ", k, " rows"));
     if (total > sat_mul(8, m))
@@ -462,8 +468,16 @@ class FsstEnc : public Encoding {
     with_int_ptype(p.ulen.ptype, [&](auto tt) {
       using T = decltype(tt);
       const T* u = p.ulen.vals<T>();
-      for (uint64_t i = 0; i < n.len; i++)
-        if (uint64_t(u[i]) == L) cand.push_back(uint32_t(i));
+      const uint64_t rows = n.len;
+      uint64_t k = 0;
+      for (uint64_t i = 0; i < rows; i++) k += uint64_t(u[i]) == L;
+      cand.resize(size_t(k));
+      uint32_t* out = cand.data();
+      size_t j = 0;
+      for (uint64_t i = 0; i < rows && j < k; i++) {
+        out[j] = uint32_t(i);
+        j += uint64_t(u[i]) == L;
+      }
     });
     if (cand.empty()) return;
     if (L == 0) {
