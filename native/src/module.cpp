@@ -579,6 +579,95 @@ class Stream {
     return res;
   }
 
+  // For tests: one compute kernel on the root of one message, with the GIL released.
+  // kind: "compare" (op = Op, lits[0]), "is_in" (lits), "take" (sorted in-range idx),
+  // "validity". Returns ("mask", values bitmap, validity bitmap or None), ("col", capsule),
+  // ("validity", bitmap or None), ("err", kind, message) or ("python",) (a foreign node).
+  nb::tuple kernel(nb::handle message, std::string kind, int op, nb::list lits, std::vector<uint32_t> idx,
+                   bool string_view) {
+    MsgIn in = message_in(message);
+    std::vector<Lit> lv;
+    for (auto h : lits) {
+      Lit l;
+      if (nb::isinstance<nb::bytes>(h)) {
+        nb::bytes b = nb::borrow<nb::bytes>(h);
+        l.kind = Lit::Bytes;
+        l.s.assign(b.c_str(), b.size());
+      } else if (nb::isinstance<nb::str>(h)) {
+        l.kind = Lit::Bytes;
+        l.s = nb::cast<std::string>(h);
+      } else if (nb::isinstance<nb::bool_>(h)) {
+        l.kind = Lit::Bool;
+        l.b = nb::cast<bool>(h);
+      } else if (nb::isinstance<nb::int_>(h)) {
+        l = Lit::of_int(i128(nb::cast<int64_t>(h)));
+      } else {
+        l.kind = Lit::Float;
+        l.f = nb::cast<double>(h);
+      }
+      lv.push_back(std::move(l));
+    }
+    if (kind == "compare" && (lv.size() != 1 || op < 0 || op > 5)) throw std::invalid_argument("compare: one literal, op 0..5");
+    for (size_t i = 0; i < idx.size(); i++)
+      if ((i && idx[i] < idx[i - 1]) || idx[i] >= in.rows) throw std::invalid_argument("take: sorted in-range indices");
+    enum { MASK, COL, VALID, ERR, PY } what = ERR;
+    Mask mask;
+    Buf valid;
+    ArrowArray* arr = nullptr;
+    int ekind = 0;
+    std::string emsg;
+    {
+      nb::gil_scoped_release unlock;
+      try {
+        Tree t;
+        prepare_tree(t, in, lim_);
+        build_tree(t, root_, nullptr);
+        Ctx c(t.limits);
+        c.string_view = string_view;
+        const Node& root = *t.root;
+        if (kind == "compare") {
+          mask = vx::compare(root, lv[0], Op(op), c);
+          what = MASK;
+        } else if (kind == "is_in") {
+          mask = vx::is_in(root, lv, c);
+          what = MASK;
+        } else if (kind == "take") {
+          Col col = vx::take(root, idx.data(), idx.size(), c);
+          conform(col, *root_, string_view);
+          arr = new ArrowArray();
+          export_col(std::move(col), arr);
+          what = COL;
+        } else if (kind == "validity") {
+          valid = node_validity(root, c);
+          what = VALID;
+        } else {
+          throw std::invalid_argument("kernel: compare, is_in, take or validity");
+        }
+      } catch (NeedPython&) {
+        what = PY;
+      } catch (Error& e) {
+        what = ERR;
+        ekind = int(e.kind);
+        emsg = e.msg;
+      } catch (std::bad_alloc&) {
+        what = ERR;
+        ekind = int(ErrKind::Limit);
+        emsg = "out of memory while running the kernel";
+      }
+    }
+    auto bits = [&](const Buf& b, uint64_t n) -> nb::object {
+      if (b.empty()) return nb::none();
+      return nb::bytes(reinterpret_cast<const char*>(b.data()), size_t((n + 7) >> 3));
+    };
+    switch (what) {
+      case MASK: return nb::make_tuple(nb::str("mask"), bits(mask.vals, mask.len), bits(mask.valid, mask.len));
+      case COL: return nb::make_tuple(nb::str("col"), array_capsule(arr));
+      case VALID: return nb::make_tuple(nb::str("validity"), bits(valid, in.rows));
+      case PY: return nb::make_tuple(nb::str("python"));
+      default: return nb::make_tuple(nb::str("err"), ekind, nb::str(emsg.c_str()));
+    }
+  }
+
  private:
   Limits lim_;
   DTypeArena arena_;
@@ -600,6 +689,8 @@ NB_MODULE(_native, m) {
       .def("validate", &Stream::validate, nb::arg("messages"), nb::arg("threads"))
       .def("scan", &Stream::scan, nb::arg("messages"), nb::arg("program").none(), nb::arg("filter_fields"),
            nb::arg("out_fields"), nb::arg("ranges"), nb::arg("string_view"), nb::arg("threads"));
+      .def("kernel", &Stream::kernel, nb::arg("message"), nb::arg("kind"), nb::arg("op"), nb::arg("lits"),
+           nb::arg("idx"), nb::arg("string_view"));
   m.def("encodings", &native_encoding_ids, "IDs of the encodings the native core decodes");
   m.def("hardware_threads", &hardware_threads);
   m.def("pool_stats", []() {
