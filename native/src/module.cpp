@@ -688,7 +688,7 @@ NB_MODULE(_native, m) {
            nb::arg("threads"))
       .def("validate", &Stream::validate, nb::arg("messages"), nb::arg("threads"))
       .def("scan", &Stream::scan, nb::arg("messages"), nb::arg("program").none(), nb::arg("filter_fields"),
-           nb::arg("out_fields"), nb::arg("ranges"), nb::arg("string_view"), nb::arg("threads"));
+           nb::arg("out_fields"), nb::arg("ranges"), nb::arg("string_view"), nb::arg("threads"))
       .def("kernel", &Stream::kernel, nb::arg("message"), nb::arg("kind"), nb::arg("op"), nb::arg("lits"),
            nb::arg("idx"), nb::arg("string_view"));
   m.def("encodings", &native_encoding_ids, "IDs of the encodings the native core decodes");
