@@ -7,6 +7,22 @@
 namespace vx {
 namespace {
 
+// 64-byte aligned blocks (MSVC's runtime has no aligned_alloc)
+void* aligned_block(size_t n) {
+#ifdef _WIN32
+  return _aligned_malloc(n, 64);
+#else
+  return std::aligned_alloc(64, n);
+#endif
+}
+void free_block(void* p) {
+#ifdef _WIN32
+  _aligned_free(p);
+#else
+  std::free(p);
+#endif
+}
+
 // Blocks of at least this size are pooled; smaller ones go straight to malloc (glibc keeps
 // small freed blocks itself).
 constexpr size_t kPoolMin = size_t(1) << 16;
@@ -55,7 +71,7 @@ struct Pool {
         return p;
       }
     }
-    void* p = std::aligned_alloc(kAlign, rounded);
+    void* p = aligned_block(rounded);
     if (!p) {
       std::lock_guard<std::mutex> g(mu);
       live -= rounded;
@@ -76,7 +92,7 @@ struct Pool {
         return;
       }
     }
-    std::free(p);
+    free_block(p);
   }
 
   void clear() {
@@ -89,7 +105,7 @@ struct Pool {
       }
       cached = 0;
     }
-    for (void* p : all) std::free(p);
+    for (void* p : all) free_block(p);
   }
 };
 
@@ -104,7 +120,7 @@ struct PoolMem final : Mem {
     if (cap >= kPoolMin) {
       pool().put(base, cap);
     } else {
-      std::free(base);
+      free_block(base);
     }
   }
 };
@@ -123,7 +139,7 @@ Buf alloc(size_t n) {
     m->cap = cap;
   } else {
     size_t r = (n + kAlign - 1) / kAlign * kAlign;
-    m->base = static_cast<uint8_t*>(std::aligned_alloc(kAlign, r));
+    m->base = static_cast<uint8_t*>(aligned_block(r));
     if (!m->base) throw std::bad_alloc();
     m->cap = r;
   }
