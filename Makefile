@@ -62,9 +62,11 @@ ASAN_VENV ?= .venv-asan
 ASAN_PY := $(ASAN_VENV)/bin/python
 ASAN_STAMP := $(ASAN_VENV)/.installed-stamp
 ASAN_TESTS ?= tests/test_native*.py tests/test_fuzz.py tests/test_errors.py tests/test_limits.py tests/test_interop.py
-# CPython's own allocations are not freed at exit: no leak check; UBSan halts on its first
-# report (the build has -fno-sanitize-recover=undefined) and ASan on any
-ASAN_ENV = LD_PRELOAD="$$(g++ -print-file-name=libasan.so)" \
+# the ASan runtime first, then libstdc++ (python does not link it: ASan's __cxa_throw
+# interceptor must find it at start-up, or the first C++ exception aborts); CPython's own
+# allocations are not freed at exit: no leak check; UBSan halts on its first report (the
+# build has -fno-sanitize-recover=undefined) and ASan on any
+ASAN_ENV = LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libstdc++.so)" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1:detect_odr_violation=0:quarantine_size_mb=64 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ARROW_DEFAULT_MEMORY_POOL=system
 

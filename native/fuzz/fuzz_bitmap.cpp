@@ -3,7 +3,7 @@
 // mask_positions, with_validity), each checked bit by bit against the definitions
 // (SQL three-valued logic for masks).
 //
-// Input: u16 n (mod 4096), u8 bit offset (& 7) and mask shapes, then the bytes bitmaps are
+// Input: u16 n (mod 1024), u8 bit offset (& 7) and mask shapes, then the bytes bitmaps are
 // cut from (two values and two validities, each exactly as long as its contract says).
 #include <functional>
 #include <vector>
@@ -66,7 +66,7 @@ void check_mask(const Mask& got, uint64_t n, const char* what, const std::functi
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in{data, size};
-  const uint64_t n = in.le<uint16_t>() % 4096;
+  const uint64_t n = in.le<uint16_t>() % 1024;
   const uint8_t sel = in.u8();
   const uint64_t off = sel & 7;
 

@@ -15,7 +15,7 @@ using namespace vxfuzz;
 
 namespace {
 
-constexpr uint64_t kMaxChunks = 8;
+constexpr uint64_t kMaxChunks = 3;  // enough for offsets and lengths across chunks
 
 // value at chunk position `pos` of a chunk: bit by bit from lane l's bit stream
 template <class T>
