@@ -75,3 +75,18 @@ def test_misaligned_typed_buffers():
     for shift in (1, 2, 3, 4, 8):
         assert_same(_shifted(canonical, shift))
         assert_same(_shifted(compressed, shift), strict=False)
+
+
+def test_views_of_empty_strings_to_strings():
+    """fuzz_message (UBSan): string_view columns of only empty strings (and nulls) converted
+    to Arrow string (to_strings) copied zero bytes into the null block of an empty data
+    buffer: memcpy to a null pointer."""
+    import pyarrow as pa
+
+    from tests.native_util import table_stream
+
+    for vals in ([""] * 5, ["", None, ""], [None, None], []):
+        for typ in (pa.string_view(), pa.binary_view()):
+            arr = pa.array([v if v is None or typ == pa.string_view() else v.encode()
+                            for v in vals], typ)
+            assert_same(table_stream(pa.table({"v": arr}), compress=False))
