@@ -66,9 +66,11 @@ ASAN_TESTS ?= tests/test_native*.py tests/test_fuzz.py tests/test_errors.py test
 # interceptor must find it at start-up, or the first C++ exception aborts); CPython's own
 # allocations are not freed at exit: no leak check; UBSan halts on its first report (the
 # build has -fno-sanitize-recover=undefined) and ASan on any
+# reports go to build/asan-reports/ too (pytest-xdist workers' stderr is not shown)
+ASAN_REPORTS := build/asan-reports
 ASAN_ENV = LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libstdc++.so)" \
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1:detect_odr_violation=0:quarantine_size_mb=64 \
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ARROW_DEFAULT_MEMORY_POOL=system
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1:detect_odr_violation=0:quarantine_size_mb=64:log_path=$(CURDIR)/$(ASAN_REPORTS)/asan \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(CURDIR)/$(ASAN_REPORTS)/ubsan ARROW_DEFAULT_MEMORY_POOL=system
 
 $(ASAN_STAMP): pyproject.toml $(NATIVE_SRC)
 	test -x $(ASAN_PY) || $(PYTHON) -m venv $(ASAN_VENV)
@@ -79,8 +81,10 @@ $(ASAN_STAMP): pyproject.toml $(NATIVE_SRC)
 
 # the native-relevant tests (ASAN_TESTS) on the sanitizer build
 test-asan: $(ASAN_STAMP)
-	$(ASAN_ENV) $(ASAN_PY) -c "import vortex_io._native_glue as ng; assert ng.enabled(), ng.reason()"
-	$(ASAN_ENV) $(ASAN_PY) -m pytest -q -n 2 -p no:cacheprovider $(ASAN_TESTS)
+	rm -rf $(ASAN_REPORTS) && mkdir -p $(ASAN_REPORTS)
+	$(ASAN_ENV) $(ASAN_PY) -c "import vortex_io._native_glue as ng; assert ng.enabled() and ng.native().exact_alloc, ng.reason()"
+	$(ASAN_ENV) $(ASAN_PY) -m pytest -q -n 2 -p no:cacheprovider $(ASAN_TESTS); rc=$$?; \
+	for f in $(ASAN_REPORTS)/*; do test -f "$$f" && { echo "== $$f"; cat "$$f"; rc=1; }; done; exit $$rc
 
 # the libFuzzer harnesses (native/fuzz, clang: installed from Debian's packages when missing)
 FUZZ_NATIVE_BUILD ?= build/fuzz

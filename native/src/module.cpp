@@ -164,4 +164,9 @@ NB_MODULE(_native, m) {
   m.def("set_cache_limit", &set_cache_limit);
   m.def("cache_limit", &cache_limit);
   m.def("release_cache", &release_cache);
+#ifdef VX_EXACT_ALLOC
+  m.attr("exact_alloc") = true;  // a sanitizer build: no pool (memory.cpp)
+#else
+  m.attr("exact_alloc") = false;
+#endif
 }
