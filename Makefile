@@ -86,12 +86,16 @@ test-asan: $(ASAN_STAMP)
 	$(ASAN_ENV) $(ASAN_PY) -m pytest -q -n 2 -p no:cacheprovider $(ASAN_TESTS); rc=$$?; \
 	for f in $(ASAN_REPORTS)/*; do test -f "$$f" && { echo "== $$f"; cat "$$f"; rc=1; }; done; exit $$rc
 
-# the libFuzzer harnesses (native/fuzz, clang: installed from Debian's packages when missing)
+# the libFuzzer harnesses (native/fuzz, clang: installed from Debian's packages, clang and
+# its runtimes libclang-rt-dev, when it cannot link a fuzzer)
 FUZZ_NATIVE_BUILD ?= build/fuzz
 FUZZ_HARNESSES ?= fuzz_message fuzz_fastlanes fuzz_bitmap fuzz_scalar
 
 fuzz-native-build:
-	command -v clang++ >/dev/null || (apt-get update -qq && apt-get install -y -qq clang)
+	echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' \
+		| clang++ -x c++ -fsanitize=fuzzer,address,undefined - -o /tmp/vx-fuzz-probe 2>/dev/null \
+		|| (apt-get update -qq && apt-get install -y -qq clang libclang-rt-dev)
+	rm -f /tmp/vx-fuzz-probe
 	cmake -S native -B $(FUZZ_NATIVE_BUILD) $$(command -v ninja >/dev/null && echo -G Ninja) -DVX_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(FUZZ_NATIVE_BUILD)

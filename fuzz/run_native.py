@@ -4,7 +4,7 @@
 Each harness ``build/fuzz/fuzz/<name>`` runs for ``--seconds`` on one core
 (``-workers=1 -jobs=1``) over ``fuzz/native-corpus/<name>`` (seeded by
 ``fuzz/native_corpus.py``; libFuzzer adds what it finds) and the minimized inputs of fixed
-findings in ``native/fuzz/regressions/<name>``, with ``-timeout`` 10 s,
+findings in ``native/fuzz/regressions/<name>``, with ``-timeout`` 30 s (a shared machine),
 ``-rss_limit_mb=2048`` and ``-max_len=65536``; ASan's leak check is on. A failing input is
 saved as ``fuzz/native-findings/<name>-crash-*`` (``-leak-``, ``-timeout-``, ``-oom-``);
 replay it with ``build/fuzz/fuzz/<name> FILE``. Per harness the executions, executions per
@@ -56,7 +56,7 @@ def run(name: str, build: pathlib.Path, seconds: int, extra: list[str]) -> dict:
         old.unlink()
     dirs = [str(corpus)] + ([str(regressions)] if regressions.is_dir() else [])
     cmd = [str(exe), *dirs, "-workers=1", "-jobs=1", f"-max_total_time={seconds}",
-           "-timeout=10", "-rss_limit_mb=2048", "-max_len=65536", "-print_final_stats=1",
+           "-timeout=30", "-rss_limit_mb=2048", "-max_len=65536", "-print_final_stats=1",
            f"-artifact_prefix={findings}/{name}-", *extra]
     env = dict(os.environ)
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=1")
