@@ -90,3 +90,56 @@ def test_views_of_empty_strings_to_strings():
             arr = pa.array([v if v is None or typ == pa.string_view() else v.encode()
                             for v in vals], typ)
             assert_same(table_stream(pa.table({"v": arr}), compress=False))
+
+
+# -- found by the differential mutation sweep (make fuzz-mutations FUZZ_MUTATIONS=10000) ----------
+
+
+def test_foreign_node_the_native_decode_never_reaches():
+    """Sweep mutants #5692 and #7468 of fastlanes/i64_outliers: the chunk_offsets child of
+    bit-packed patches re-labelled ``vortex.onpair`` (an encoding only Python knows). The
+    native build skips a foreign subtree's checks and its decode never reads chunk offsets,
+    so it read a table where the reference raises MalformedStreamError ("vortex.onpair
+    cannot hold u8"). A column with a foreign node now goes to Python whole."""
+    from fuzz.corpus import seed_streams
+    from fuzz.wire import parse_stream
+
+    seed = seed_streams()["fastlanes/i64_outliers"]
+    out, changed = [], 0
+    for m in parse_stream(seed):
+        am = m.array
+        if am is not None:
+            for n in am.root.walk():
+                if n.encoding == "fastlanes.bitpacked" and len(n.children) == 3:
+                    n.children[2].encoding = "vortex.onpair"
+                    changed += 1
+            out.append(am.encode())
+        else:
+            out.append(m.data)
+    assert changed
+    for sv in (False, True):
+        ref = assert_same(b"".join(out), string_view=sv, strict=False)
+        assert ref[0] == "err"
+
+
+def test_lazily_built_field_failing_a_python_check():
+    """Sweep mutant #4280 of gen/nested_compressed (the null column's node re-labelled
+    ``vortex.masked``, which derives a non-nullable Null child dtype): the native core hands that field back and Python builds it
+    lazily, where ``ValueError`` ("the Null dtype is always nullable") escaped instead of
+    the MalformedStreamError the eager (reference) build raises."""
+    from fuzz.corpus import seed_streams
+    from fuzz.wire import parse_stream
+
+    out = []
+    for m in parse_stream(seed_streams()["gen/nested_compressed"]):
+        am = m.array
+        if am is not None:
+            (null,) = [c for c in am.root.children if c.encoding == "vortex.null"]
+            null.encoding = "vortex.masked"
+            out.append(am.encode())
+        else:
+            out.append(m.data)
+    data = b"".join(out)
+    for sv in (False, True):
+        ref = assert_same(data, string_view=sv, strict=False)
+        assert ref[0] == "err"

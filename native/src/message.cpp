@@ -68,6 +68,7 @@ std::vector<MsgOut> decode_messages(const std::vector<MsgIn>& in, const DType* r
         // a root of another encoding (constant, chunked, ...): decoded whole by the
         // first field's task, split into the fields
         if (f != 0) return;
+        if (t.root->subtree_foreign) throw NeedPython();
         Ctx c(t.limits);
         c.string_view = string_view;
         Col col = vx::decode(*t.root, c);
@@ -90,6 +91,9 @@ std::vector<MsgOut> decode_messages(const std::vector<MsgIn>& in, const DType* r
         node = t.root->children[k];
         d = root_->children[size_t(fl[f])];
       }
+      // a column with a node only Python knows goes to Python whole, reached or not: the
+      // native build skipped that subtree's checks, which the Python build makes
+      if (node->subtree_foreign) throw NeedPython();
       Ctx c(t.limits);
       c.string_view = string_view;
       Col col = vx::decode(*node, c);

@@ -195,6 +195,20 @@ class _Source:
         self._owned.clear()
 
 
+def _lazy_field(arr: Array, name: str) -> Array:
+    """A lazily built field of a message's root struct, failing as the whole message's eager
+    build does (``messages._located``): malformed input whose Python checks raise a plain
+    exception is a MalformedStreamError."""
+    import struct
+
+    try:
+        return arr.field(name)
+    except (IndexError, KeyError, struct.error, OverflowError, TypeError, ValueError,
+            MemoryError, ZeroDivisionError) as e:
+        raise MalformedStreamError(
+            f"array message is inconsistent: {type(e).__name__}: {e}") from e
+
+
 class StreamReader:
     """Reads a Vortex IPC stream: the DType message, then one ``Batch`` per Array message.
 
@@ -393,7 +407,7 @@ class StreamReader:
                     if fields is None:
                         a = arr.to_arrow()
                     else:
-                        a = arr.field(self.dtype.names[fields[j]]).to_arrow()  # type: ignore[attr-defined]
+                        a = _lazy_field(arr, self.dtype.names[fields[j]]).to_arrow()  # type: ignore[attr-defined]
                     if isinstance(a, pa.ChunkedArray):
                         a = a.combine_chunks()
                     out[j] = a
