@@ -7,7 +7,7 @@ FUZZ_STAMP := $(VENV)/.fuzz-stamp
 FUZZ_SECONDS ?= 600
 FUZZ_MUTATIONS ?= 10000
 
-.PHONY: native demo test bench bench-memory lint fuzz fuzz-mutations clean
+.PHONY: native demo test bench bench-memory lint fuzz fuzz-mutations fuzz-native fuzz-native-build test-asan clean
 
 NATIVE_STAMP := $(VENV)/.native-stamp
 NATIVE_SRC := native/CMakeLists.txt $(wildcard native/src/*.cpp native/src/*.h)
@@ -26,6 +26,7 @@ $(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
 
 # the edit-build-test loop: an incremental build in build/dev copied into the venv
 native: $(STAMP)
+	$(PY) -c "import nanobind" 2>/dev/null || $(PY) -m pip install --quiet 'nanobind>=2.4'
 	$(PY) native/dev_build.py
 
 demo: $(NATIVE_STAMP)
@@ -58,5 +59,56 @@ fuzz: $(FUZZ_STAMP)
 fuzz-mutations: $(STAMP)
 	FUZZ_MUTATIONS=$(FUZZ_MUTATIONS) FUZZ_REPORT=fuzz/sweep-report.json $(PY) -m pytest -q -s tests/test_fuzz.py -k sweep
 
+# -- the native core under sanitizers (see fuzz/README.md, "The native core") ---------------
+
+# the extension built with gcc's ASan + UBSan (VX_SANITIZE=ON, build/asan) into its own venv
+ASAN_VENV ?= .venv-asan
+ASAN_PY := $(ASAN_VENV)/bin/python
+ASAN_STAMP := $(ASAN_VENV)/.installed-stamp
+ASAN_TESTS ?= tests/test_native*.py tests/test_fuzz.py tests/test_errors.py tests/test_limits.py tests/test_interop.py
+# the ASan runtime first, then libstdc++ (python does not link it: ASan's __cxa_throw
+# interceptor must find it at start-up, or the first C++ exception aborts); CPython's own
+# allocations are not freed at exit: no leak check; UBSan halts on its first report (the
+# build has -fno-sanitize-recover=undefined) and ASan on any
+# reports go to build/asan-reports/ too (pytest-xdist workers' stderr is not shown)
+ASAN_REPORTS := build/asan-reports
+ASAN_ENV = LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libstdc++.so)" \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1:detect_odr_violation=0:quarantine_size_mb=64:log_path=$(CURDIR)/$(ASAN_REPORTS)/asan \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(CURDIR)/$(ASAN_REPORTS)/ubsan ARROW_DEFAULT_MEMORY_POOL=system
+
+$(ASAN_STAMP): pyproject.toml $(NATIVE_SRC)
+	test -x $(ASAN_PY) || $(PYTHON) -m venv $(ASAN_VENV)
+	$(ASAN_PY) -m pip install --quiet --upgrade pip
+	$(ASAN_PY) -m pip install --quiet -e '.[dev]' -Cbuild-dir=build/asan \
+		-Ccmake.define.VX_SANITIZE=ON -Ccmake.build-type=RelWithDebInfo
+	touch $(ASAN_STAMP)
+
+# the native-relevant tests (ASAN_TESTS) on the sanitizer build
+test-asan: $(ASAN_STAMP)
+	rm -rf $(ASAN_REPORTS) && mkdir -p $(ASAN_REPORTS)
+	$(ASAN_ENV) $(ASAN_PY) -c "import vortex_io._native_glue as ng; assert ng.enabled() and ng.native().exact_alloc, ng.reason()"
+	$(ASAN_ENV) $(ASAN_PY) -m pytest -q -n 2 -p no:cacheprovider $(ASAN_TESTS); rc=$$?; \
+	for f in $(ASAN_REPORTS)/*; do test -f "$$f" && { echo "== $$f"; cat "$$f"; rc=1; }; done; exit $$rc
+
+# the libFuzzer harnesses (native/fuzz, clang: installed from Debian's packages, clang and
+# its runtimes libclang-rt-dev, when it cannot link a fuzzer)
+FUZZ_NATIVE_BUILD ?= build/fuzz
+FUZZ_HARNESSES ?= fuzz_message fuzz_fastlanes fuzz_bitmap fuzz_scalar
+
+fuzz-native-build:
+	echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' \
+		| clang++ -x c++ -fsanitize=fuzzer,address,undefined - -o /tmp/vx-fuzz-probe 2>/dev/null \
+		|| (apt-get update -qq && apt-get install -y -qq clang libclang-rt-dev)
+	rm -f /tmp/vx-fuzz-probe
+	cmake -S native -B $(FUZZ_NATIVE_BUILD) $$(command -v ninja >/dev/null && echo -G Ninja) -DVX_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(FUZZ_NATIVE_BUILD)
+
+# each harness for FUZZ_SECONDS (one worker: -workers=1 -jobs=1), seeded by
+# fuzz/native_corpus.py; findings in fuzz/native-findings/, numbers in fuzz/native-report.json
+fuzz-native: $(STAMP) fuzz-native-build
+	$(PY) fuzz/native_corpus.py fuzz/native-corpus $(FUZZ_HARNESSES)
+	$(PY) fuzz/run_native.py --build $(FUZZ_NATIVE_BUILD) --seconds $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(ASAN_VENV) build *.egg-info

@@ -9,6 +9,11 @@ see hostile input too). Lazy decoding must not defer a crash: everything is forc
 
 It returns ``"ok"`` or the name of the ``VortexIPCError`` subclass raised; any other
 exception propagates: that is a bug.
+
+``differential(data)`` reads the stream with ``read_arrow`` twice, with the native core and
+with the numpy reference (``vortex_io._native_glue.use_native(False)``), and says how the
+outcomes differ, if they do: both must give identical tables (floats compared by their
+bits: ``tests.native_util.identical``) or raise the same ``VortexIPCError`` subclass.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import vortex_io as vio
 from vortex_io import dtype as dt
 from vortex_io.expr import col
 
-__all__ = ["consume", "exercise", "VALUE_LEVEL", "FUZZ_LIMITS", "filters_for"]
+__all__ = ["consume", "exercise", "differential", "VALUE_LEVEL", "FUZZ_LIMITS", "filters_for"]
 
 #: Arrow's full validation also checks values that reading does not promise to validate
 #: (UTF-8 of strings, decimal precision, time-of-day range, date64 whole days; neither
@@ -109,6 +114,53 @@ def _kernels_on_arrays(data: bytes, limits: vio.ReaderLimits | None) -> None:
             wrapped = struct_array(dt.Struct(["v"], [a.dtype]), len(a), [a])
             for f in filters_for(wrapped.dtype):
                 _check_arrow(_select(a, np.flatnonzero(mask_true(evaluate(f, wrapped)))))
+
+
+def _read_arrow(data: bytes, limits: vio.ReaderLimits | None, string_view: bool,
+                threads: int) -> tuple[str, Any]:
+    try:
+        with vio.StreamReader(data, limits=limits) as r:
+            return "ok", r.read_arrow(string_view=string_view, threads=threads)
+    except vio.VortexIPCError as e:
+        return "err", e
+    except Exception as e:  # compared below: the same on both sides is not a mismatch
+        return "exc", e
+
+
+def differential(data: bytes, *, limits: vio.ReaderLimits | None = FUZZ_LIMITS) -> str:
+    """"" when the native core and the reference read ``data`` the same, else what differs.
+    The output mode (strings as ``string`` or ``string_view``) and the native core's threads
+    (1 or 2) are picked from the input's CRC, so a mutant always reads the same way. Without
+    the native core (``VORTEX_IO_NATIVE=0``) there is nothing to compare: "". An exception
+    other than a ``VortexIPCError`` on one side only is a difference; the same one on both
+    sides is not (it comes from Python code both paths ran: the mutation tests' own checks
+    are where such bugs are caught)."""
+    import zlib
+
+    from tests.native_util import identical
+    from vortex_io import _native_glue as ng
+
+    if not ng.enabled():
+        return ""
+    crc = zlib.crc32(data)
+    sv, threads = bool(crc & 1), 1 + ((crc >> 1) & 1)
+    nat = _read_arrow(data, limits, sv, threads)
+    with ng.use_native(False):
+        ref = _read_arrow(data, limits, sv, 1)
+    how = f"(string_view={sv}, threads={threads})"
+    if nat[0] != ref[0]:
+        n = nat[1] if nat[0] != "ok" else "a table"
+        r = ref[1] if ref[0] != "ok" else "a table"
+        return f"native read {n!r}, the reference {r!r} {how}"
+    if nat[0] != "ok":
+        if type(nat[1]) is not type(ref[1]):
+            return f"native raised {nat[1]!r}, the reference {ref[1]!r} {how}"
+        # the same exception both ways (a non-VortexIPCError one is a bug of the Python code
+        # both paths ran, e.g. a column handed back: reported, not this comparison's)
+        return ""
+    if not identical(nat[1], ref[1]):
+        return f"native and reference tables differ {how}:\n{nat[1]}\n{ref[1]}"
+    return ""
 
 
 def consume(data: bytes, *, limits: vio.ReaderLimits | None = FUZZ_LIMITS,

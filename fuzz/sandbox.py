@@ -10,7 +10,8 @@ Outcomes: ``"ok"``, the ``VortexIPCError`` subclass name, or a failure: ``"bug"`
 other exception; ``detail`` has the traceback), ``"memory"`` (an allocation hit the bound,
 even if the reader turned the ``MemoryError`` into a ``VortexIPCError``), ``"slow"``
 (over ``time_limit`` seconds), ``"hang"`` (no answer within ``hard_timeout``),
-``"crash"`` (the worker died).
+``"crash"`` (the worker died), ``"mismatch"`` (with ``differential=True``: the native core and
+the reference read the input differently, ``fuzz.harness.differential``).
 
 >>> with Sandbox() as sb:
 ...     sb.run(b"not a stream").outcome
@@ -32,7 +33,7 @@ from typing import Any
 __all__ = ["Sandbox", "Result", "FAILURES", "GiB"]
 
 GiB = 1 << 30
-FAILURES = frozenset({"bug", "memory", "slow", "hang", "crash"})
+FAILURES = frozenset({"bug", "memory", "slow", "hang", "crash", "mismatch"})
 _U32 = struct.Struct("<I")
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -53,9 +54,10 @@ class Sandbox:
 
     def __init__(self, *, time_limit: float = 2.0, memory_limit: int = 2 * GiB,
                  hard_timeout: float | None = None, scans: bool = True,
-                 limits: str = "fuzz") -> None:
+                 limits: str = "fuzz", differential: bool = False) -> None:
         """``limits``: ``"fuzz"`` (``fuzz.harness.FUZZ_LIMITS``) or ``"default"`` (the
-        reader's ``ReaderLimits()``)."""
+        reader's ``ReaderLimits()``); ``differential``: also compare the native core's
+        ``read_arrow`` with the reference's (``fuzz.harness.differential``)."""
         if limits not in ("fuzz", "default"):
             raise ValueError("limits must be 'fuzz' or 'default'")
         self.limits = limits
@@ -63,6 +65,7 @@ class Sandbox:
         self.memory_limit = memory_limit
         self.hard_timeout = hard_timeout if hard_timeout is not None else max(10.0, 5 * time_limit)
         self.scans = scans
+        self.differential = differential
         self.restarts = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -72,7 +75,7 @@ class Sandbox:
                    OPENBLAS_NUM_THREADS="1", PYTHONPATH=_ROOT + os.pathsep + env.get("PYTHONPATH", ""))
         p = subprocess.Popen(
             [sys.executable, "-m", "fuzz.sandbox", str(self.memory_limit), str(int(self.scans)),
-             self.limits],
+             self.limits, str(int(self.differential))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=_ROOT, env=env)
         assert p.stdout is not None
         line = p.stdout.readline()  # "ready" once imports are done and the limit is set
@@ -157,7 +160,7 @@ def _memory_error_in(e: BaseException) -> bool:
     return False
 
 
-def _worker(memory_limit: int, scans: bool, which: str) -> None:
+def _worker(memory_limit: int, scans: bool, which: str, diff: bool = False) -> None:
     import io
     import resource
     import traceback
@@ -165,7 +168,7 @@ def _worker(memory_limit: int, scans: bool, which: str) -> None:
     import pyarrow as pa
 
     import vortex_io as vio
-    from fuzz.harness import FUZZ_LIMITS, consume, exercise
+    from fuzz.harness import FUZZ_LIMITS, consume, differential, exercise
 
     limits = FUZZ_LIMITS if which == "fuzz" else None
 
@@ -173,6 +176,8 @@ def _worker(memory_limit: int, scans: bool, which: str) -> None:
     vio.write_ipc(warm, pa.table({"i": list(range(300)), "s": ["ab", "cd", None] * 100,
                                   "f": [0.5, 1.25, 2.0] * 100}))
     consume(warm.getvalue(), scans=scans)
+    if diff:
+        differential(warm.getvalue())
     limit = _vm_size() + memory_limit
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     inp, out = sys.stdin.buffer, sys.stdout
@@ -196,10 +201,20 @@ def _worker(memory_limit: int, scans: bool, which: str) -> None:
         except Exception as e:
             outcome = "memory" if _memory_error_in(e) else "bug"
             detail = traceback.format_exc(limit=-8)
-        secs = time.perf_counter() - t0
+        secs = time.perf_counter() - t0  # the property's time (the differential reads after)
+        if diff and outcome not in ("bug", "memory"):
+            try:
+                how = differential(data, limits=limits)
+                if how:
+                    outcome, detail = "mismatch", how
+            except Exception as e:
+                outcome = "memory" if _memory_error_in(e) else "bug"
+                detail = "differential read: " + traceback.format_exc(limit=-8)
+        # the time limit holds for the property and for the differential (its two reads)
+        secs = max(secs, time.perf_counter() - t0 - secs)
         out.write(json.dumps({"outcome": outcome, "secs": secs, "detail": detail}) + "\n")
         out.flush()
 
 
 if __name__ == "__main__":
-    _worker(int(sys.argv[1]), bool(int(sys.argv[2])), sys.argv[3])
+    _worker(int(sys.argv[1]), bool(int(sys.argv[2])), sys.argv[3], bool(int(sys.argv[4])))

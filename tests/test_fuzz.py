@@ -11,7 +11,10 @@ to extremes, buffers cut/grown/overwritten, children dropped/duplicated/swapped/
 encoding IDs replaced, row counts, statistics), reordered messages, another stream's
 DType message and spliced messages. Each mutant runs in a ``fuzz.sandbox.Sandbox`` worker
 (time and memory bounded; a hang, a crash, an allocation that hits the bound or any
-exception other than ``VortexIPCError`` fails the test).
+exception other than ``VortexIPCError`` fails the test). The worker also reads each mutant
+with ``read_arrow`` by the native core and by the numpy reference and fails the test when
+they differ (``fuzz.harness.differential``: identical tables, floats by their bits, or the
+same error class).
 
 Sizes: ``FUZZ_EXAMPLES`` (hypothesis examples, default 150), ``FUZZ_MUTATIONS`` (the
 deterministic sweep, default 300) and ``FUZZ_FIELDS`` (fields inflated per stream, default
@@ -56,7 +59,9 @@ FINDINGS = pathlib.Path(__file__).resolve().parent.parent / "fuzz" / "findings"
 def sandbox():
     # FUZZ_LIMITS bound what a batch may decode to 64 MiB: 1 GiB of address space is
     # ample for any input that honours them, so a path that ignores them is caught
-    with Sandbox(time_limit=TIME_LIMIT, memory_limit=1 * GiB) as sb:
+    # differential: each mutant is also read with read_arrow by the native core and by the
+    # reference (VORTEX_IO_NATIVE=0 semantics); different tables or error classes fail
+    with Sandbox(time_limit=TIME_LIMIT, memory_limit=1 * GiB, differential=True) as sb:
         yield sb
 
 

@@ -30,7 +30,7 @@ Buf bitmap_from(const uint8_t* src, uint64_t off, uint64_t n) {
   unsigned shift = unsigned(off & 7);
   uint64_t nbytes = (n + 7) >> 3;
   if (shift == 0) {
-    std::memcpy(dst, s, nbytes);
+    if (nbytes) std::memcpy(dst, s, nbytes);  // (dst is null for n == 0)
   } else {
     // byte k of the output = bits [8k + shift, 8k + shift + 8) of s
     uint64_t avail = (shift + n + 7) >> 3;  // bytes of s that hold the bits

@@ -7,6 +7,15 @@
 namespace vx {
 namespace {
 
+// A buffer the kernels read as `width`-byte values, copied when the wire left it misaligned
+// (a writer may declare an alignment exponent below the type's; the reader copies only
+// what the exponent asks for): typed loads of misaligned memory are undefined behaviour.
+Buf aligned_to(const Buf& b, size_t width) {
+  if (reinterpret_cast<uintptr_t>(b.ptr) % width == 0) return b;
+  return copy_of(b.ptr, b.len);
+}
+
+
 // -- vortex.null ------------------------------------------------------------------------------
 class NullEnc : public Encoding {
  public:
@@ -88,7 +97,7 @@ class PrimitiveEnc : public Encoding {
                 ptype_name(n.dtype->ptype), " needs ", need);
   }
   Col decode(const Node& n, Ctx& c) const override {
-    Col out = prim_col(n.dtype->ptype, n.buffers[0], n.len);
+    Col out = prim_col(n.dtype->ptype, aligned_to(n.buffers[0], size_t(ptype_width(n.dtype->ptype))), n.len);
     out.validity = decode_validity(opt_child(n, 0), n.len, c);
     out.null_count = -1;
     normalize_validity(out);
@@ -99,7 +108,7 @@ class PrimitiveEnc : public Encoding {
     return true;
   }
   bool take(const Node& n, const uint32_t* idx, size_t k, Col& out, Ctx& c) const override {
-    Col full = prim_col(n.dtype->ptype, n.buffers[0], n.len);
+    Col full = prim_col(n.dtype->ptype, aligned_to(n.buffers[0], size_t(ptype_width(n.dtype->ptype))), n.len);
     full.validity = decode_validity(opt_child(n, 0), n.len, c);
     full.null_count = full.validity.empty() ? 0 : -1;
     out = take_col(full, idx, k);
@@ -109,7 +118,8 @@ class PrimitiveEnc : public Encoding {
     if (!ptype_is_int(n.dtype->ptype) || n.len == 0) return false;
     with_int_ptype(n.dtype->ptype, [&](auto t) {
       using T = decltype(t);
-      const T* v = n.buffers[0].as<T>();
+      Buf vals = aligned_to(n.buffers[0], sizeof(T));
+      const T* v = vals.as<T>();
       T a = v[0], b = v[0];
       for (uint64_t i = 1; i < n.len; i++) {
         a = v[i] < a ? v[i] : a;
@@ -156,7 +166,7 @@ class DecimalEnc : public Encoding {
     out.len = n.len;
     const uint8_t* src = n.buffers[0].data();
     if (w == tw) {
-      out.values = n.buffers[0];
+      out.values = aligned_to(n.buffers[0], 16);
     } else {
       out.values = alloc(size_t(n.len) * size_t(tw));
       uint8_t* dst = out.values.ptr;

@@ -289,7 +289,8 @@ Col repeat_scalar(const Scalar& s, const DType& d, uint64_t n, Ctx& c) {
         int32_t* o = out.offsets.mut<int32_t>();
         out.values = alloc(size_t(total));
         for (uint64_t i = 0; i <= n; i++) o[i] = int32_t(i * b.size());
-        for (uint64_t i = 0; i < n; i++) std::memcpy(out.values.ptr + i * b.size(), b.data(), b.size());
+        if (!b.empty())  // (no data buffer for empty strings: values.ptr is null)
+          for (uint64_t i = 0; i < n; i++) std::memcpy(out.values.ptr + i * b.size(), b.data(), b.size());
       }
       break;
     }

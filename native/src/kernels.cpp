@@ -296,7 +296,7 @@ Col to_strings(const Col& v) {
     const uint8_t* w = views + 16 * i;
     uint32_t len = load<uint32_t>(w);
     if (len <= 12) {
-      std::memcpy(d + pos, w + 4, len);
+      if (len) std::memcpy(d + pos, w + 4, len);  // (d is null when every string is empty)
     } else {
       uint32_t bi = load<uint32_t>(w + 8), off = load<uint32_t>(w + 12);
       std::memcpy(d + pos, v.data[bi].data() + off, len);

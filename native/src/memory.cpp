@@ -117,6 +117,10 @@ Pool& pool() {
 struct PoolMem final : Mem {
   ~PoolMem() override {
     if (!base) return;
+#ifdef VX_EXACT_ALLOC
+    std::free(base);
+    return;
+#endif
     if (cap >= kPoolMin) {
       pool().put(base, cap);
     } else {
@@ -133,6 +137,16 @@ Buf alloc(size_t n) {
   if (n == 0) {
     return Buf(std::move(m), nullptr, 0);
   }
+#ifdef VX_EXACT_ALLOC
+  // sanitizer builds (VX_SANITIZE, the fuzz harnesses): every block is its own allocation
+  // of exactly n bytes, never rounded up nor pooled, so AddressSanitizer reports a read or
+  // write past a buffer's end and a use after its release
+  void* q = nullptr;
+  if (posix_memalign(&q, kAlign, n) != 0) throw std::bad_alloc();
+  m->base = static_cast<uint8_t*>(q);
+  m->cap = n;
+  return Buf(std::move(m), static_cast<uint8_t*>(q), n);
+#endif
   if (n >= kPoolMin) {
     size_t cap;
     m->base = static_cast<uint8_t*>(pool().get(n, &cap));

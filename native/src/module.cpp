@@ -15,6 +15,7 @@
 
 #include "arrow_c.h"
 #include "kernels.h"
+#include "message.h"
 #include "pool.h"
 #include "scan.h"
 
@@ -82,14 +83,6 @@ Limits limits_of(const std::vector<uint64_t>& v) {
   return l;
 }
 
-// One message as Python describes it.
-struct MsgIn {
-  Buf body;
-  uint64_t rows;
-  std::vector<std::string> encodings;
-  std::vector<bool> known;
-};
-
 MsgIn message_in(nb::handle t) {
   nb::tuple tup = nb::borrow<nb::tuple>(t);
   MsgIn m;
@@ -99,34 +92,6 @@ MsgIn message_in(nb::handle t) {
   m.known = nb::cast<std::vector<bool>>(tup[3]);
   return m;
 }
-
-void prepare_tree(Tree& t, const MsgIn& m, const Limits& lim) {
-  t.body = m.body;
-  t.row_count = m.rows;
-  t.limits = lim;
-  t.encoding_ids = m.encodings;
-  t.encodings.clear();
-  for (auto& id : t.encoding_ids) t.encodings.push_back(find_encoding(id));
-  t.python_known = m.known;
-  if (t.python_known.size() < t.encoding_ids.size()) t.python_known.resize(t.encoding_ids.size(), false);
-}
-
-// What a message came to: an error, or one decoded column per requested field (null where
-// Python has to decode it).
-struct MsgOut {
-  bool error = false;
-  int kind = 0;
-  std::string msg;
-  std::vector<ArrowArray*> cols;  // owned until handed to Python
-  bool whole = false;             // non-struct stream: cols[0] is the whole array
-  ~MsgOut() {
-    for (ArrowArray* a : cols)
-      if (a) {
-        if (a->release) a->release(a);
-        delete a;
-      }
-  }
-};
 
 // -- the scan's predicate, from Python's lowering (vortex_io/_native_scan.py) ---------------------
 
@@ -299,93 +264,12 @@ class Stream {
         if (f < 0 || f >= int(root_->children.size())) throw std::out_of_range("field index out of range");
     }
     size_t nm = in.size();
-    std::vector<std::unique_ptr<Tree>> trees(nm);
-    std::vector<MsgOut> out(nm);
+    std::vector<MsgOut> out;
     {
       nb::gil_scoped_release unlock;
-      // 1. the trees (headers walked and checked), one message per task
-      parallel_for(nm, threads, [&](size_t i) {
-        try {
-          auto t = std::make_unique<Tree>();
-          prepare_tree(*t, in[i], lim_);
-          build_tree(*t, root_, is_struct ? &fl : nullptr);
-          trees[i] = std::move(t);
-        } catch (Error& e) {
-          out[i].error = true;
-          out[i].kind = int(e.kind);
-          out[i].msg = e.msg;
-        } catch (std::bad_alloc&) {
-          out[i].error = true;
-          out[i].kind = int(ErrKind::Limit);
-          out[i].msg = "out of memory while reading the message";
-        }
-      });
-      // 2. the columns, one (message, field) per task
-      size_t per = is_struct ? fl.size() : 1;
-      for (size_t i = 0; i < nm; i++)
-        if (!out[i].error) out[i].cols.assign(per, nullptr);
-      std::vector<std::string> errs(nm * per);
-      std::vector<int> kinds(nm * per, 0);
-      parallel_for(nm * per, threads, [&](size_t task) {
-        size_t i = task / per, f = task % per;
-        if (out[i].error) return;
-        Tree& t = *trees[i];
-        try {
-          const Node* node = t.root;
-          const DType* d = root_;
-          if (is_struct && t.root->enc && std::string_view(t.root->enc->id()) != "vortex.struct") {
-            // a root of another encoding (constant, chunked, ...): decoded whole by the
-            // first field's task, split into the fields
-            if (f != 0) return;
-            Ctx c(t.limits);
-            c.string_view = string_view;
-            Col col = vx::decode(*t.root, c);
-            conform(col, *root_, string_view);
-            if (col.layout != Layout::Struct || col.children.size() != root_->children.size())
-              malformed(t.root->enc_id, " decoded to ", col.children.size(), " fields, not ",
-                        root_->children.size());
-            for (size_t j = 0; j < per; j++) {
-              auto* a = new ArrowArray();
-              export_col(std::move(col.children[size_t(fl[j])]), a);
-              out[i].cols[j] = a;
-            }
-            return;
-          }
-          if (is_struct) {
-            if (!t.root->enc) throw NeedPython();
-            size_t nf = root_->children.size();
-            size_t k = t.root->nchildren() == nf + 1 ? size_t(fl[f]) + 1 : size_t(fl[f]);
-            node = t.root->children[k];
-            d = root_->children[size_t(fl[f])];
-          }
-          Ctx c(t.limits);
-          c.string_view = string_view;
-          Col col = vx::decode(*node, c);
-          conform(col, *d, string_view);
-          auto* a = new ArrowArray();
-          export_col(std::move(col), a);
-          out[i].cols[f] = a;
-        } catch (NeedPython&) {
-          // left null: Python decodes this column
-        } catch (Error& e) {
-          kinds[task] = int(e.kind);
-          errs[task] = e.msg;
-        } catch (std::bad_alloc&) {
-          kinds[task] = int(ErrKind::Limit);
-          errs[task] = "out of memory while decoding the message";
-        }
-      });
-      for (size_t i = 0; i < nm; i++) {
-        if (out[i].error) continue;
-        for (size_t f = 0; f < per; f++)
-          if (kinds[i * per + f]) {
-            out[i].error = true;
-            out[i].kind = kinds[i * per + f];
-            out[i].msg = errs[i * per + f];
-            break;
-          }
-      }
-      trees.clear();  // (bodies are released with the GIL held below: PyMem)
+      // the trees built and the columns decoded on the pool (message.cpp); the trees go
+      // before the GIL is taken back (bodies are released with the GIL held: PyMem)
+      out = decode_messages(in, root_, lim_, is_struct ? &fl : nullptr, string_view, threads);
     }
     nb::list res;
     for (size_t i = 0; i < nm; i++) {
@@ -472,6 +356,12 @@ class Stream {
           prepare_tree(*t, in[i], lim_);
           build_tree(*t, root_, &fields);
           if (!t->root->enc || std::string_view(t->root->enc->id()) != "vortex.struct") throw NeedPython();
+          // a filter column holding a node only Python knows: the message is Python's (its
+          // checks are, reached or not)
+          for (int f : filter_fields) {
+            const Node* fn = field_node(*t, f);
+            if (!fn || fn->subtree_foreign) throw NeedPython();
+          }
           Ctx c(t->limits);
           auto [start, stop, cap] = ranges[i];
           uint64_t rows = t->row_count;
@@ -518,7 +408,7 @@ class Stream {
         Tree& t = *trees[i];
         try {
           const Node* node = field_node(t, out_fields[f]);
-          if (!node) throw NeedPython();
+          if (!node || node->subtree_foreign) throw NeedPython();  // Python's, reached or not
           Ctx c(t.limits);
           c.string_view = string_view;
           Col col = o.all ? vx::decode(*node, c) : vx::take(*node, o.pos.data(), o.pos.size(), c);
@@ -701,4 +591,9 @@ NB_MODULE(_native, m) {
   m.def("cache_limit", &cache_limit);
   m.def("release_cache", &release_cache);
   vx::bind_kernel_probe(m);
+#ifdef VX_EXACT_ALLOC
+  m.attr("exact_alloc") = true;  // a sanitizer build: no pool (memory.cpp)
+#else
+  m.attr("exact_alloc") = false;
+#endif
 }

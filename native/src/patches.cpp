@@ -72,7 +72,8 @@ void apply_patches(Col& values, const PatchesMeta& m, const Node& indices, const
         if constexpr (std::is_floating_point_v<T> || std::is_floating_point_v<S>) {
           dst[pp.pos[i]] = T(src[pp.which(i)]);
         } else {
-          using U = std::make_unsigned_t<T>;  // wrapping addition (FoR)
+          // wrapping addition (FoR); (int for floats: clang names the type even here)
+          using U = std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>;
           dst[pp.pos[i]] = T(U(U(T(src[pp.which(i)])) + U(add)));
         }
       }

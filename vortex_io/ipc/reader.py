@@ -177,7 +177,7 @@ def _python_columns(m: Message, d: dt.DType, limits: ReaderLimits,
                 if fields is None:
                     a = arr.to_arrow()
                 else:
-                    a = arr.field(d.names[fields[j]]).to_arrow()  # type: ignore[attr-defined]
+                    a = _lazy_field(arr, d.names[fields[j]]).to_arrow()  # type: ignore[attr-defined]
                 if isinstance(a, pa.ChunkedArray):
                     a = a.combine_chunks()
                 out[j] = a
@@ -284,6 +284,22 @@ class _Source:
             except BufferError:
                 pass  # arrays still view the mapping; it is released when they are
         self._owned.clear()
+
+
+def _lazy_field(arr: Array, name: str) -> Array:
+    """A lazily built field of a message's root struct, failing as the whole message's eager
+    build does (``messages._located``): malformed input whose Python checks raise a plain
+    exception is a MalformedStreamError."""
+    import struct
+
+    try:
+        return arr.field(name)
+    except VortexIPCError:
+        raise
+    except (IndexError, KeyError, struct.error, OverflowError, TypeError, ValueError,
+            MemoryError, ZeroDivisionError) as e:
+        raise MalformedStreamError(
+            f"array message is inconsistent: {type(e).__name__}: {e}") from e
 
 
 class StreamReader:

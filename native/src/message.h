@@ -1,0 +1,57 @@
+// Decoding a window of Array messages as `_native.Stream.decode` does, without Python:
+// module.cpp binds it (turning the inputs and results into Python objects), and the
+// libFuzzer harness of the message decoder (native/fuzz/fuzz_message.cpp) drives it
+// directly. Per message: build the tree (build_tree), then per requested column decode,
+// conform and export it (Arrow C data); errors become a MsgOut error, foreign columns are
+// left null for Python.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "arrow_c.h"
+#include "kernels.h"
+
+namespace vx {
+
+// One message as Python describes it: its body, row count (from the header), encoding IDs
+// and which of those Python knows.
+struct MsgIn {
+  Buf body;
+  uint64_t rows = 0;
+  std::vector<std::string> encodings;
+  std::vector<bool> known;
+};
+
+// What a message came to: an error, or one decoded column per requested field (null where
+// Python has to decode it).
+struct MsgOut {
+  bool error = false;
+  int kind = 0;
+  std::string msg;
+  std::vector<ArrowArray*> cols;  // owned until handed to Python
+  bool whole = false;             // non-struct stream: cols[0] is the whole array
+  MsgOut() = default;
+  MsgOut(const MsgOut&) = delete;
+  MsgOut& operator=(const MsgOut&) = delete;
+  ~MsgOut();
+};
+
+// Set up a tree for building message `m` under `lim`.
+void prepare_tree(Tree& t, const MsgIn& m, const Limits& lim);
+
+// Called with every decoded (conformed) column before it is exported; throws to reject.
+// The fuzz harness checks the Arrow layout invariants here; Stream.decode passes none.
+using ColCheck = std::function<void(const Col&, const DType&)>;
+
+// Decode `in` (a window of messages of a stream of dtype `root`) on `threads` threads: one
+// MsgOut per message, in order. `fields`: the root struct's field indices, each its own
+// column (the caller checked them: root is a struct and each index is in range), or
+// nullptr for the whole array as one column. Never throws vx::Error or bad_alloc: they
+// become MsgOut errors.
+std::vector<MsgOut> decode_messages(const std::vector<MsgIn>& in, const DType* root, const Limits& lim,
+                                    const std::vector<int>* fields, bool string_view, int threads,
+                                    const ColCheck* check = nullptr);
+
+}  // namespace vx
