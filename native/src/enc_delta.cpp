@@ -142,7 +142,7 @@ class DeltaEnc : public Encoding {
       T* out = vals.mut<T>();
       for (uint64_t ch = c0; ch < c1; ch++) dec.chunk(ch, out + (ch - c0) * 1024);
     });
-    Col out = prim_col(p, vals.slice((m.offset - c0 * 1024) * width, size_t(n.len) * width), n.len);
+    Col out = prim_col(p, n.len ? vals.slice((m.offset - c0 * 1024) * width, size_t(n.len) * width) : Buf(), n.len);
     out.validity = decode_validity(opt_child(n, 2), n.len, c);
     out.null_count = -1;
     normalize_validity(out);

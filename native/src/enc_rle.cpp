@@ -149,6 +149,12 @@ class RleEnc : public Encoding {
     return out;
   }
 
+  // every row holds one of the values (rows under nulls too: their indices are clamped)
+  bool int_bounds(const Node& n, i128& lo, i128& hi, Ctx& c) const override {
+    const Node& v = n.child(0);
+    return n.dtype->is_int() && v.enc && v.len && v.enc->int_bounds(v, lo, hi, c);
+  }
+
   bool validity(const Node& n, Buf& out, Ctx& c) const override {
     const auto& m = n.m<RleMeta>();
     Buf v = node_validity(n.child(1), c);

@@ -106,6 +106,21 @@ class SparseEnc : public Encoding {
     return true;
   }
 
+  // the fill's value (0 under a null fill, as decoded) and the patch values' bounds
+  bool int_bounds(const Node& n, i128& lo, i128& hi, Ctx& c) const override {
+    const Scalar& f = n.m<SparseMeta>().fill;
+    const DType& s = n.dtype->storage();
+    if (s.kind != Kind::Primitive || !ptype_is_int(s.ptype)) return false;
+    lo = hi = f.null ? 0 : f.i;
+    const Node& v = n.child(1);
+    if (v.len == 0) return true;
+    i128 a, b;
+    if (!v.enc || !v.enc->int_bounds(v, a, b, c)) return false;
+    lo = std::min(lo, a);
+    hi = std::max(hi, b);
+    return true;
+  }
+
   // rows get the fill's (one-row) answer, patched rows their own (_combine)
   static Mask combine(const Node& n, const Mask& fill_res, const Mask& patch_res, Ctx& c) {
     uint64_t len = n.len;
