@@ -16,24 +16,23 @@ template <class T, class I>
 void chunk(const T* vals, const I* idx, const uint8_t* valid, uint64_t vbase, uint64_t top, size_t a, size_t b,
            T* out, bool* bad) {
   // (indices are read as int64, as the reference does: u64 indices >= 2^63 are negative)
-  if (!valid) {
-    I mx = 0;
-    bool neg = false;
-    for (size_t j = 0; j < 1024; j++) {
-      mx = idx[j] > mx ? idx[j] : mx;
-      if constexpr (sizeof(I) == 8) neg |= int64_t(idx[j]) < 0;
-    }
-    if (neg || uint64_t(mx) > top) {
-      *bad = true;
-      return;
-    }
+  I mx = 0;
+  bool neg = false;
+  for (size_t j = 0; j < 1024; j++) {
+    mx = idx[j] > mx ? idx[j] : mx;
+    if constexpr (sizeof(I) == 8) neg |= int64_t(idx[j]) < 0;
+  }
+  if (!neg && uint64_t(mx) <= top) {  // every index in range (nulls' too: clamping changes nothing)
     for (size_t j = a; j < b; j++) out[j - a] = vals[idx[j]];
+    return;
+  }
+  if (!valid) {
+    *bad = true;
     return;
   }
   for (size_t j = 0; j < 1024; j++) {
     int64_t x = int64_t(idx[j]);
-    bool ok = get_bit(valid, vbase + j);
-    if (!ok) x = x < 0 ? 0 : (uint64_t(x) > top ? int64_t(top) : x);
+    if (!get_bit(valid, vbase + j)) x = x < 0 ? 0 : (uint64_t(x) > top ? int64_t(top) : x);
     if (x < 0 || uint64_t(x) > top) {
       *bad = true;
       return;

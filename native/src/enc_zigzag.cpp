@@ -1,6 +1,7 @@
 // vortex.zigzag: signed integers stored as unsigned codes u = (x << 1) ^ (x >> (W - 1)),
 // decoded x = (u >> 1) ^ -(u & 1) (mirrors encodings/zigzag.py).
 #include "enc_ints.h"
+#include "fastlanes.h"
 
 namespace vx {
 namespace {
@@ -47,7 +48,49 @@ class ZigZagEnc : public Encoding {
     return ch;
   }
 
-  Col decode(const Node& n, Ctx& c) const override { return unzigzag(n, vx::decode(n.child(0), c)); }
+  // over fastlanes.bitpacked without patches: unpack a chunk, decode it while it is in cache
+  static bool decode_packed(const Node& n, Ctx& c, Col& out) {
+    const Node& ch = n.child(0);
+    if (!ch.enc || std::string_view(ch.enc->id()) != "fastlanes.bitpacked" || ch.buffers.size() != 1) return false;
+    auto f = proto::parse(ch.metadata, "BitPackedMetadata");
+    if (f.has(3)) return false;  // patches: the child decodes them
+    PType p = n.dtype->ptype;
+    size_t w = size_t(ptype_width(p));
+    uint64_t b = f.get_uint(1, 0, 32), off = f.get_uint(2, 0, 32);  // (validated by the child)
+    uint64_t nchunks = (off + n.len + 1023) / 1024;
+    const Buf& buf = ch.buffers[0];
+    if (b > 8 * w || off >= 1024 || buf.len != nchunks * 128 * b) return false;
+    const uint8_t* words = buf.data();
+    Buf keep;
+    if (reinterpret_cast<uintptr_t>(words) % w) {
+      keep = copy_of(words, buf.len);
+      words = keep.data();
+    }
+    Buf vals = alloc(size_t(nchunks) * 1024 * w);
+    with_uint_ptype(p, [&](auto t) {
+      using U = decltype(t);
+      auto fn = fl::unpacker<U>(int(b));
+      const size_t per = size_t(1024 * b / uint64_t(fl::W<U>));
+      const U* in = reinterpret_cast<const U*>(words);
+      U* o = vals.mut<U>();
+      for (uint64_t k = 0; k < nchunks; k++) {
+        U* dst = o + k * 1024;
+        fn(in + k * per, dst, 0);
+        for (int j = 0; j < 1024; j++) dst[j] = unzig<U>(dst[j]);
+      }
+    });
+    out = prim_col(p, n.len ? vals.slice(size_t(off) * w, size_t(n.len) * w) : Buf(), n.len);
+    out.validity = decode_validity(opt_child(ch, 0), n.len, c);
+    out.null_count = -1;
+    normalize_validity(out);
+    return true;
+  }
+
+  Col decode(const Node& n, Ctx& c) const override {
+    Col out;
+    if (decode_packed(n, c, out)) return out;
+    return unzigzag(n, vx::decode(n.child(0), c));
+  }
   bool take(const Node& n, const uint32_t* idx, size_t k, Col& out, Ctx& c) const override {
     out = unzigzag(n, vx::take(n.child(0), idx, k, c));
     return true;
