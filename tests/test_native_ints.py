@@ -106,6 +106,21 @@ def test_zigzag(t, nulls, packed):
     _same_ok(small, small.slice(7, 2500))
 
 
+@pytest.mark.parametrize("t", SIGNED)
+def test_zigzag_over_patched_bitpacking(t):
+    """Bit-packed codes with patches (the child decodes them) and at offsets, with nulls."""
+    rng = np.random.default_rng(9)
+    n = 5000
+    v = _vals(rng, t, n, span=8) - np.dtype(t).type(4)
+    v[::301] = np.iinfo(np.dtype(t)).min
+    valid = _valid(rng, n)
+    codes = zigzag_encode(primitive_array(v, bool_array(valid), nullable=True)).children[0]
+    packed = bitpack(codes, 3)
+    assert packed.meta.patches is not None and packed.meta.patches.len
+    z = zigzag_array(packed, dt.Primitive(dt.PType.from_numpy(np.dtype(t)), True))
+    _same_ok(*_slices(z))
+
+
 def test_zigzag_tiny():
     for n in (0, 1, 2):
         for nullable in (False, True):
