@@ -122,15 +122,18 @@ class RLEEncoding(Encoding):
             counts = ends - starts
             if (starts < 0).any() or (counts < 1).any() or ends[-1] > len(values):
                 raise MalformedStreamError("fastlanes.rle: chunk offsets do not fit the values")
+            # (u64 indices >= 2**63 read negative as int64: outside the runs too)
             ix = idx[: nchunks * 1024].reshape(nchunks, 1024).astype(np.int64)
             top = (counts - 1)[:, None]
             if imask is not None:
-                # null positions may hold anything: clamp them
-                np.minimum(ix, top, out=ix, where=~imask[: nchunks * 1024].reshape(nchunks, 1024))
+                # null positions may hold anything: clamp them into [0, top]
+                null = ~imask[: nchunks * 1024].reshape(nchunks, 1024)
+                np.minimum(ix, top, out=ix, where=null)
+                np.maximum(ix, 0, out=ix, where=null)
             single = counts == 1
             if single.any():
                 ix[single] = 0
-            if (ix > top).any():
+            if (ix > top).any() or (ix < 0).any():
                 raise MalformedStreamError("fastlanes.rle: an index is past its chunk's runs")
             ix += starts[:, None]
             vals = values[ix.reshape(-1)[m.offset : m.offset + n]]

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
-from ..arrow import from_arrow, python_value_to_arrow
+from ..arrow import _without_views, from_arrow, python_value_to_arrow
 from ..compute.kernels import compare_storage, is_in_storage, take
 from ..compute.numeric import validity
 from ..errors import MalformedStreamError, UnsupportedError
@@ -47,7 +47,7 @@ def strict_patch_positions(meta: PatchesMeta, indices: Array, n: int, what: str)
     idx = canonical_ints(indices, f"{what} patch indices")
     if idx.dtype == np.uint64 and int(idx.max()) >= 2**63:
         raise MalformedStreamError(f"{what}: a patch index does not fit in 63 bits")
-    if meta.offset >= 2**63:
+    if meta.offset >= 2**63:  # (np.int64 would raise OverflowError)
         raise MalformedStreamError(f"{what}: patch offset {meta.offset} is out of range")
     pos = idx.astype(np.int64, copy=False) - np.int64(meta.offset)
     if len(pos) > 1 and bool((pos[1:] < pos[:-1]).any()):
@@ -236,7 +236,7 @@ def _sparse_generic(d: dt.DType, n: int, fill: Any, pos: np.ndarray, values: Arr
     import pyarrow as pa
 
 
-    t = d.to_arrow()
+    t = _without_views(d.to_arrow())  # (Arrow has no take kernel for view types)
     vals = values.to_arrow()
     if isinstance(vals, pa.ChunkedArray):
         vals = vals.combine_chunks()
