@@ -12,12 +12,14 @@ FUZZ_MUTATIONS ?= 10000
 NATIVE_STAMP := $(VENV)/.native-stamp
 NATIVE_SRC := native/CMakeLists.txt $(wildcard native/src/*.cpp native/src/*.h)
 
-# the venv and the package (pip builds the C++ extension with scikit-build-core)
+# the venv and the package (pip builds the C++ extension with scikit-build-core, in the venv
+# without build isolation, so the later incremental builds reuse build/ as it is)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP) $(NATIVE_STAMP)
+	$(PY) -m pip install --quiet 'scikit-build-core>=0.10' 'nanobind>=2.4'
+	$(PY) -m pip install --quiet --no-build-isolation -e '.[dev]'
+	touch $(STAMP)
 
 # the extension rebuilt (incrementally, in build/) when the native sources changed
 $(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)

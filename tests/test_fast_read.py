@@ -99,7 +99,8 @@ def test_header_byte_flips_raise_vortex_errors(streams):
             pass
 
 
-def test_metadata_cache_hits_and_is_bounded(streams, monkeypatch):
+def test_metadata_cache_hits_and_is_bounded(streams, monkeypatch, reference_path):
+    # the metadata cache belongs to the Python decoder; the native core parses natively
     monkeypatch.setattr(array_mod, "_META_CACHE", {})
     calls = []
     from vortex_io.encodings.bitpacked import BitPackedEncoding
