@@ -83,7 +83,8 @@ def lineitem(scale: float = 0.1, *, install: bool = True) -> pa.Table:
     path = CACHE_DIR / f"lineitem-sf{scale:g}" / "lineitem.parquet"
     if not path.exists():
         exe = _tpchgen_exe()
-        if exe is None and ensure_package("tpchgen_cli", "tpchgen-cli", install=install):
+        if exe is None:  # the package is only a binary (no module): look for it again
+            ensure_package("tpchgen_cli", "tpchgen-cli", install=install)
             exe = _tpchgen_exe()
         if exe is None:
             raise DatasetUnavailable("lineitem needs the tpchgen-cli package (pip install tpchgen-cli)")
