@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "cpu.h"
 #include "enc_util.h"
 #include "patches_strict.h"
 
@@ -106,35 +107,23 @@ inline F alp_lane(typename Alp<F>::I k, F mf, F me) {
   }
 
 VX_ALP_LOOPS(_base, alp_value)
-#if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx2")
+#ifdef VX_HAVE_AVX2_DISPATCH
+VX_AVX2_BEGIN
 VX_ALP_LOOPS(_avx2, alp_lane)
-#pragma GCC pop_options
-inline bool have_avx2() {
-  // (VORTEX_IO_NATIVE_BASELINE=1 keeps the baseline loops: their tests run on AVX2 machines)
-  static const bool v = [] {
-    const char* e = std::getenv("VORTEX_IO_NATIVE_BASELINE");
-    if (e && *e && *e != '0') return false;
-    __builtin_cpu_init();
-    return bool(__builtin_cpu_supports("avx2"));
-  }();
-  return v;
-}
-#define VX_ALP_AVX2 1
+VX_AVX2_END
 #endif
 #undef VX_ALP_LOOPS
 
 template <class F>
 void alp_inplace(uint8_t* p, uint64_t n, F mf, F me) {
-#ifdef VX_ALP_AVX2
+#ifdef VX_HAVE_AVX2_DISPATCH
   if (have_avx2()) return alp_inplace_avx2<F>(p, n, mf, me);
 #endif
   alp_inplace_base<F>(p, n, mf, me);
 }
 template <class F>
 void alp_copy(const uint8_t* s, uint8_t* d, uint64_t n, F mf, F me) {
-#ifdef VX_ALP_AVX2
+#ifdef VX_HAVE_AVX2_DISPATCH
   if (have_avx2()) return alp_copy_avx2<F>(s, d, n, mf, me);
 #endif
   alp_copy_base<F>(s, d, n, mf, me);

@@ -6,10 +6,7 @@
 // No compute hooks (the reference has none: the generic kernels decode and answer).
 #include <cstdlib>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
-
+#include "cpu.h"
 #include "enc_util.h"
 #include "patches_strict.h"
 
@@ -46,13 +43,12 @@ void rd_combine(const C* codes, const uint8_t* right, uint8_t* out, uint64_t n, 
   }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef VX_HAVE_AVX2_DISPATCH
 // AVX2 (runtime-selected): u16 codes into a dictionary of at most 8 entries (ALP-RD's
 // size; all ALP-RD writers use u16 codes), the lookup a lane permutation (vpermd) instead of
 // a scalar gather: the scalar loop was a third of an f32 ALP-RD decode. Codes must all be
 // below 8 (the permutation reads their low 3 bits).
-#pragma GCC push_options
-#pragma GCC target("avx2")
+VX_AVX2_BEGIN
 void rd_combine8_avx2(const uint16_t* codes, const uint8_t* right, uint8_t* out, uint64_t n,
                       const uint32_t* sd, uint64_t nd) {
   alignas(32) uint32_t tab[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -92,18 +88,7 @@ void rd_combine8_avx2(const uint16_t* codes, const uint8_t* right, uint8_t* out,
   }
   rd_combine<uint64_t, uint16_t>(codes + i, right + 8 * i, out + 8 * i, n - i, sd, nd, true);
 }
-#pragma GCC pop_options
-bool have_avx2() {
-  // (VORTEX_IO_NATIVE_BASELINE=1 keeps the baseline loops: their tests run on AVX2 machines)
-  static const bool v = [] {
-    const char* e = std::getenv("VORTEX_IO_NATIVE_BASELINE");
-    if (e && *e && *e != '0') return false;
-    __builtin_cpu_init();
-    return bool(__builtin_cpu_supports("avx2"));
-  }();
-  return v;
-}
-#define VX_RD_AVX2 1
+VX_AVX2_END
 #endif
 
 class AlpRdEnc : public Encoding {
@@ -219,7 +204,7 @@ class AlpRdEnc : public Encoding {
     for (size_t i = 0; i < k; i++) std::memcpy(&pr[i], r + p[i] * sizeof(T), sizeof(T));
     Buf out = right.values.unique_owned() ? right.values : alloc(size_t(len) * sizeof(T));
     bool done = false;
-#ifdef VX_RD_AVX2
+#ifdef VX_HAVE_AVX2_DISPATCH
     if (left.ptype == PType::U16 && all_in && nd <= 8 && have_avx2()) {
       rd_combine8_avx2(left.vals<uint16_t>(), r, out.ptr, len, sd.data(), nd);
       done = true;
