@@ -16,31 +16,6 @@ struct DictMeta : MetaBase {
   std::optional<bool> is_nullable_codes;
 };
 
-// codes as in-range u32 indices (checked_indices): a code out of [0, bound) at a valid row
-// is an error; under a null it reads as 0
-Buf checked_codes(const Col& codes, uint64_t bound, const char* what) {
-  uint64_t n = codes.len;
-  Buf out = alloc(size_t(4 * n));
-  uint32_t* o = out.mut<uint32_t>();
-  const uint8_t* valid = codes.validity.empty() ? nullptr : codes.validity.data();
-  bool bad = false;
-  with_int_ptype(codes.ptype, [&](auto t) {
-    using T = decltype(t);
-    const T* v = codes.vals<T>();
-    for (uint64_t i = 0; i < n; i++) {
-      i128 x = i128(v[i]);
-      if (x < 0 || x >= i128(bound)) {
-        if (!valid || get_bit(valid, i)) bad = true;
-        o[i] = 0;
-      } else {
-        o[i] = uint32_t(x);
-      }
-    }
-  });
-  if (bad) malformed(what, ": a code falls outside the ", bound, " values");
-  return out;
-}
-
 // Codes in range (a code out of [0, bound) at a valid row is an error: checked_indices);
 // `bad` positions under nulls read as 0.
 template <class C>
@@ -67,6 +42,57 @@ inline uint64_t code_at(const C* codes, uint64_t i, uint64_t bound, bool all_in)
   if (all_in) return uint64_t(codes[i]);
   i128 x = i128(codes[i]);
   return (x < 0 || x >= i128(bound)) ? 0 : uint64_t(x);
+}
+
+// Per-value bitmaps mapped to the rows through the codes, in one pass: oa[i] = a[codes[i]]
+// and, when `b` is given, ob[i] = b[codes[i]] (codes checked as gather checks them; under a
+// null an out-of-range code reads value 0). The values' bits go through a byte table (one
+// load a row, no index vector).
+void map_bits(const Col& codes, uint64_t nv, const uint8_t* a, const uint8_t* b, Buf& oa, Buf& ob) {
+  const uint64_t n = codes.len;
+  std::vector<uint8_t> lut(size_t(std::max<uint64_t>(nv, 1)), 0);
+  for (uint64_t j = 0; j < nv; j++)
+    lut[size_t(j)] = uint8_t(get_bit(a, j) | (b ? get_bit(b, j) << 1 : 0));
+  const uint8_t* valid = codes.validity.empty() ? nullptr : codes.validity.data();
+  oa = alloc_zeroed(bitmap_bytes(n));
+  if (b) ob = alloc_zeroed(bitmap_bytes(n));
+  with_int_ptype(codes.ptype, [&](auto t) {
+    using C = decltype(t);
+    const C* cd = codes.vals<C>();
+    const bool all_in = codes_in_range<C>(cd, n, nv, valid);
+    const uint8_t* L = lut.data();
+    uint8_t* pa = oa.ptr;
+    uint8_t* pb = b ? ob.ptr : nullptr;
+    uint64_t i = 0;
+    if (all_in) {
+      for (; i + 8 <= n; i += 8) {
+        unsigned x = 0;
+        for (unsigned k = 0; k < 8; k++) x |= unsigned(L[size_t(cd[i + k])]) << (2 * k);
+        // even bits (a) and odd bits (b) of the 16 gathered into two bytes
+        unsigned ea = x & 0x5555, eb = (x >> 1) & 0x5555;
+        ea = (ea | (ea >> 1)) & 0x3333; ea = (ea | (ea >> 2)) & 0x0F0F; ea = (ea | (ea >> 4)) & 0x00FF;
+        pa[i >> 3] = uint8_t(ea);
+        if (pb) {
+          eb = (eb | (eb >> 1)) & 0x3333; eb = (eb | (eb >> 2)) & 0x0F0F; eb = (eb | (eb >> 4)) & 0x00FF;
+          pb[i >> 3] = uint8_t(eb);
+        }
+      }
+    }
+    for (; i < n; i++) {
+      uint8_t l = L[size_t(code_at<C>(cd, i, nv, all_in))];
+      if (l & 1) pa[i >> 3] = uint8_t(pa[i >> 3] | (1u << (i & 7)));
+      if (pb && (l & 2)) pb[i >> 3] = uint8_t(pb[i >> 3] | (1u << (i & 7)));
+    }
+  });
+}
+
+// the codes checked (a code out of [0, bound) at a valid row is an error), nothing kept
+void check_codes(const Col& codes, uint64_t bound) {
+  const uint8_t* valid = codes.validity.empty() ? nullptr : codes.validity.data();
+  with_int_ptype(codes.ptype, [&](auto t) {
+    using C = decltype(t);
+    codes_in_range<C>(codes.vals<C>(), codes.len, bound, valid);
+  });
 }
 
 // values[codes] with the codes' validity combined in
@@ -277,7 +303,7 @@ class DictEnc : public Encoding {
   static Col from_codes(const Node& n, const Col& codes, Ctx& c) {
     uint64_t k = codes.len;
     if (!codes.validity.empty() && count_ones(codes.validity.data(), k) == 0) {
-      checked_codes(codes, n.child(1).len, "vortex.dict codes");
+      check_codes(codes, n.child(1).len);
       Scalar null;
       return repeat_scalar(null, *n.dtype, k, c);
     }
@@ -304,8 +330,8 @@ class DictEnc : public Encoding {
       return true;
     }
     Col codes = codes_of(n, c);
-    Buf idx = checked_codes(codes, values.len, "vortex.dict codes");
-    Buf m = take_bits(vv.data(), idx.as<uint32_t>(), size_t(n.len));
+    Buf m, unused;
+    map_bits(codes, values.len, vv.data(), nullptr, m, unused);
     if (!codes.validity.empty()) {
       const uint8_t* q = codes.validity.data();
       for (size_t i = 0; i < size_t((n.len + 7) >> 3); i++) m.ptr[i] &= q[i];
@@ -329,12 +355,10 @@ class DictEnc : public Encoding {
       return mask_broadcast(n.len, ones != 0, cv);
     }
     Col codes = codes_of(n, c);
-    Buf idx = checked_codes(codes, nv, "vortex.dict codes");
-    const uint32_t* ix = idx.as<uint32_t>();
-    Buf vals = take_bits(hit.vals.data(), ix, size_t(n.len));
+    Buf vals, hv;
+    map_bits(codes, nv, hit.vals.data(), hit_all_valid ? nullptr : hit.valid.data(), vals, hv);
     Buf valid = codes.validity.empty() ? Buf() : bitmap_from(codes.validity.data(), 0, n.len);
     if (!hit_all_valid) {
-      Buf hv = take_bits(hit.valid.data(), ix, size_t(n.len));
       if (valid.empty()) {
         valid = hv;
       } else {

@@ -165,13 +165,13 @@ std::vector<uint32_t> mask_positions(const Mask& m) {
     if (i + 1 == words && (n & 63)) w &= (uint64_t(1) << (n & 63)) - 1;
     total += uint64_t(__builtin_popcountll(w));
   }
-  std::vector<uint32_t> out;
-  out.reserve(size_t(total));
+  std::vector<uint32_t> out(static_cast<size_t>(total));
+  uint32_t* o = out.data();
   for (size_t i = 0; i < words; i++) {
     uint64_t w = x[i] & (p ? p[i] : ~uint64_t(0));
     if (i + 1 == words && (n & 63)) w &= (uint64_t(1) << (n & 63)) - 1;
     while (w) {
-      out.push_back(uint32_t(i * 64 + uint64_t(__builtin_ctzll(w))));
+      *o++ = uint32_t(i * 64 + uint64_t(__builtin_ctzll(w)));
       w &= w - 1;
     }
   }

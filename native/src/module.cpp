@@ -279,7 +279,9 @@ class Stream {
         continue;
       }
       nb::list cols;
+      bool handed_back = false;  // a column Python takes: it needs the selected rows
       for (ArrowArray*& a : o.cols) {
+        handed_back |= a == nullptr;
         if (a) {
           ArrowArray* x = a;
           a = nullptr;
@@ -452,7 +454,9 @@ class Stream {
         default: break;
       }
       nb::list cols;
+      bool handed_back = false;  // a column Python takes: it needs the selected rows
       for (ArrowArray*& a : o.cols) {
+        handed_back |= a == nullptr;
         if (a) {
           ArrowArray* x = a;
           a = nullptr;
@@ -463,7 +467,7 @@ class Stream {
       }
       nb::object pos = nb::none();
       uint64_t nsel = o.all ? in[i].rows : o.pos.size();
-      if (!o.all) pos = nb::bytes(reinterpret_cast<const char*>(o.pos.data()), o.pos.size() * 4);
+      if (!o.all && handed_back) pos = nb::bytes(reinterpret_cast<const char*>(o.pos.data()), o.pos.size() * 4);
       res.append(nb::make_tuple(nb::str("ok"), nsel, pos, cols, o.canonicalized));
     }
     return res;
