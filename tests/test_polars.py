@@ -353,8 +353,30 @@ def test_slices_are_pushed(files: dict, engine: str) -> None:
 
 
 def test_projection_is_pushed(files: dict) -> None:
-    _, (s,) = _scans(lambda lf: lf.filter(pl.col("i") > 0).select("d"), files["vx"])
-    assert set(s.schema.names) == {"i", "d"}
+    # the filter runs in the scan: its column is not read out, nor filtered again by Polars
+    df, (s,) = _scans(lambda lf: lf.filter(pl.col("i") > 0).select("d"), files["vx"])
+    assert set(s.schema.names) == {"d"}
+    assert str(s.filter) == "(col('i') > 0)"
+    assert "polars filter" not in pl.scan_vortex_ipc(files["vx"]).filter(pl.col("i") > 0).explain()
+    want = pl.DataFrame(files["table"]).filter(pl.col("i") > 0).select("d")
+    assert df.equals(want)
+    # a conjunct Polars keeps needs its column: read, filtered by Polars, then dropped
+    df, (s,) = _scans(lambda lf: lf.filter((pl.col("i") > 0) & (pl.col("s").str.contains("a")))
+                      .select("d"), files["vx"])
+    assert set(s.schema.names) == {"s", "d"}
+    assert df.equals(pl.DataFrame(files["table"])
+                     .filter((pl.col("i") > 0) & pl.col("s").str.contains("a")).select("d"))
+
+
+def test_exact_filter_with_slices(files: dict) -> None:
+    """A filter run by the scan, then head / slice / tail of its rows (Polars counts the
+    filtered rows for tail through n_rows_in_file)."""
+    df = pl.DataFrame(files["table"])
+    for q in (lambda lf: lf.filter(pl.col("i") > 0).head(7),
+              lambda lf: lf.filter(pl.col("i") > 0).slice(5, 9),
+              lambda lf: lf.filter(pl.col("i") > 0).tail(6),
+              lambda lf: lf.filter(pl.col("i") > 0).select(pl.len())):
+        assert q(pl.scan_vortex_ipc(files["vx"])).collect().equals(q(df.lazy()).collect())
 
 
 def test_translate_predicate_splits_conjuncts() -> None:

@@ -22,12 +22,15 @@ Polars offers two Python scan-source APIs. We use ``scan_external_reader`` (one
   skips whole chunks undecoded.
 * **Filters are never wrong.** ``register_io_source`` treats the pushed predicate as a
   requirement (Polars does not filter again), so one translation slip returns wrong rows.
-  With ``ReaderCapabilities(supported_filter="partial")`` Polars re-applies every filter
-  to what the reader returns; the reader only uses the conjuncts it can translate to
-  skip work (chunk pruning on statistics, kernels on encoded data). A conjunct that does
-  not translate (``str.contains``, arithmetic, casts, NaN/inf literals, ...) simply stays
-  with Polars; nothing is dropped and nothing is all-or-nothing. Re-filtering the rows
-  that survive costs little for the selective filters where pushdown matters.
+  The resolver pushes the conjuncts that translate into the scan as its filter (exactly
+  Polars' rows: NaN ordering, nulls and literal types are followed, and
+  ``test_pushed_filters_are_exact`` checks random predicates against Polars), so Polars
+  neither reads the columns only they use nor filters again; a conjunct that does not
+  translate (``str.contains``, arithmetic, casts, NaN/inf literals, ...) stays a Polars
+  filter above the scan. Nothing is dropped and nothing is all-or-nothing. With a limit
+  (which applies before the filters) every filter stays Polars'; filters Polars hands the
+  reader itself (``supported_filter="partial"``: Polars re-applies them) only skip work
+  (chunk pruning on statistics, kernels on encoded data).
 * **Conjuncts arrive split.** Both APIs hand over optimizer-typed expressions; the
   external reader and the resolver get the AND-conjuncts as a list.
 * **Multi-file.** Polars drives one reader per file (globs, lists), checks each file's
@@ -436,9 +439,10 @@ class _Reader:
     """One source, as Polars' ``FileReader`` protocol wants it (``VortexFileReader`` adds
     the ABC; ``VortexReaderBuilder.build_file_reader`` creates one per source)."""
 
-    def __init__(self, spec: _Spec, key: str) -> None:
+    def __init__(self, spec: _Spec, key: str, exact: Expr | None = None) -> None:
         self.spec = spec
         self.key = key
+        self.exact = exact  # the resolver's filter: the reader's rows are those it keeps
         self._nrows: int | None = None
 
     def schema(self) -> pl.Schema:
@@ -450,7 +454,9 @@ class _Reader:
     def n_rows_in_file(self, limit: int | None = None) -> int:
         if self._nrows is None:
             n = 0
-            for b in self.spec.open(self.key, columns=[]):  # headers only: nothing decoded
+            # headers only without a filter (nothing decoded); with one, the mask of each
+            # message (the filter's columns on their encoded data)
+            for b in self.spec.open(self.key, columns=[], filter=self.exact):
                 n += b.num_rows
                 if limit is not None and n >= limit:
                     return n
@@ -465,10 +471,12 @@ class _Reader:
         offset, limit = (0, None) if pre_slice is None else pre_slice
         if offset < 0:
             raise ValueError(f"negative pre_slice offset {offset} (not announced as supported)")
-        vfilter = None
+        vfilter = self.exact
         if filters and pre_slice is None:
-            # Polars re-applies every filter ("partial"): push what translates, as is
-            vfilter, _ = translate_predicate([f.expr for f in filters], arrow_schema, dtype)
+            # Polars re-applies these filters ("partial"): push what translates, as is
+            partial, _ = translate_predicate([f.expr for f in filters], arrow_schema, dtype)
+            if partial is not None:
+                vfilter = partial if vfilter is None else And(vfilter, partial)
         # string_view: Polars' own string layout (handing it `string` costs a conversion pass)
         scan = spec.open(self.key, columns=list(columns), filter=vfilter, limit=limit,
                          offset=offset, batch_size=spec.batch_size, string_view=True)
@@ -491,9 +499,11 @@ def _reader_classes() -> tuple[type, type]:
             pass
 
         class VortexReaderBuilder(FileReaderBuilder):
-            def __init__(self, spec: _Spec, properties: dict[str, str]) -> None:
+            def __init__(self, spec: _Spec, properties: dict[str, str],
+                         exact: Expr | None = None) -> None:
                 self.spec = spec
                 self.properties = properties
+                self.exact = exact
 
             def reader_capabilities(self) -> Any:
                 return ReaderCapabilities(pre_slice=True, supported_filter="partial")
@@ -501,7 +511,7 @@ def _reader_classes() -> tuple[type, type]:
             def build_file_reader(self, source: str | bytes, multi_scan_context: Any) -> Any:
                 if not isinstance(source, str):
                     raise TypeError("vortex scan sources are keys (str)")
-                return VortexFileReader(self.spec, source)
+                return VortexFileReader(self.spec, source, self.exact)
 
             def explain_properties(self) -> dict[str, str]:
                 return self.properties
@@ -539,22 +549,33 @@ def _resolver_class() -> type:
                 dtype, arrow_schema, schema, _ = spec.file_schema(spec.first)
                 exprs = [f.expr for f in filters]
                 pushed, kept = translate_predicate(exprs, arrow_schema, dtype)
+                # Without a limit the translated conjuncts are the scan's own filter: they
+                # give exactly Polars' rows (test_pushed_filters_are_exact), so Polars neither
+                # reads their columns nor filters again; what does not translate stays a
+                # Polars filter. A limit applies before the filters (Polars' order), so with
+                # one every filter stays Polars' and the translation only skips work.
+                exact = pushed if limit is None else None
+                post = kept if exact is not None else exprs
                 props = {"format": f"vortex-ipc ({len(spec.sources.keys)} source(s))",
                          "vortex filter": _show(pushed) if pushed is not None else "none"}
-                if kept:
-                    props["polars filter"] = _show(" & ".join(str(k) for k in kept))
+                if post:
+                    props["polars filter"] = _show(" & ".join(str(k) for k in post))
                 if limit is not None:
                     props["limit"] = str(limit)
-                builder = _reader_classes()[0](spec, props)
+                builder = _reader_classes()[0](spec, props, exact)
                 lf = pl.scan_external_reader(builder, sources=list(spec.sources.keys),
                                              schema=schema)
+                if (projection is not None and filter_drop_columns_idx is not None
+                        and exact is not None and not post):
+                    # columns at and past the index serve only the filters, which the scan ran
+                    projection = projection[:filter_drop_columns_idx]
                 # the order Polars' own resolvers use: limit, projection, then filters
                 if limit is not None:
                     lf = lf.head(limit)
                 if projection is not None:
                     lf = lf.select(projection) if projection else lf.drop(pl.all())
-                if exprs:
-                    lf = lf.filter(reduce(operator.and_, exprs))
+                if post:
+                    lf = lf.filter(reduce(operator.and_, post))
                 return lf, ResolvedLazyFrameProps(applied_filters=range(len(exprs)))
 
         _RESOLVER = VortexScan
