@@ -101,6 +101,49 @@ def _schema_of(d: dt.DType, columns: Sequence[str] | None) -> Any:
     return pa.schema(fields)
 
 
+def _dictionary_schema(schema: Any, d: dt.DType, names: Sequence[str]) -> Any:
+    """``schema`` with the columns ``names`` as ``dictionary<int32, string | binary>``."""
+    import pyarrow as pa
+
+    if not names:
+        return schema
+    if not isinstance(d, dt.Struct):
+        raise ValueError("read_dictionary needs a stream of struct (table) dtype")
+    for n in names:
+        if n not in d.names:
+            raise KeyError(f"read_dictionary: no column {n!r}; columns are {list(d.names)}")
+        if not isinstance(d.field(n), (dt.Utf8, dt.Binary)):
+            raise TypeError(f"read_dictionary: column {n!r} is {d.field(n)!r}; only string and "
+                            "binary columns read as dictionaries")
+    fields = []
+    for f in schema:
+        if f.name in names:
+            value = pa.string() if isinstance(d.field(f.name), dt.Utf8) else pa.binary()
+            f = f.with_type(pa.dictionary(pa.int32(), value))
+        fields.append(f)
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def _to_dictionary(a: Any, typ: Any) -> Any:
+    """Array ``a`` (strings or binary, any layout) as the dictionary type ``typ``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if a.type == typ:
+        return a
+    if pa.types.is_string_view(a.type) or pa.types.is_binary_view(a.type):
+        a = a.cast(typ.value_type)
+    return pc.dictionary_encode(a)
+
+
+def _as_dictionaries(batch: Any, schema: Any) -> Any:
+    import pyarrow as pa
+
+    cols = [_to_dictionary(c, f.type) if c.type != f.type else c
+            for c, f in zip(batch.columns, schema)]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
 class _Budget:
     """The rows a scan still returns (``remaining``, None: no limit) and still skips."""
 
@@ -125,7 +168,8 @@ class Scan:
     def __init__(self, source: Any, *, columns: Sequence[str] | None = None,
                  filter: Expr | None = None, limit: int | None = None,
                  batch_size: int | None = None, limits: ReaderLimits | None = None,
-                 offset: int = 0, string_view: bool = False, threads: int | None = None) -> None:
+                 offset: int = 0, string_view: bool = False, threads: int | None = None,
+                 read_dictionary: Sequence[str] | None = None) -> None:
         self.sources = expand_sources(source)
         if not self.sources:
             raise ValueError("scan() needs at least one source")
@@ -142,6 +186,10 @@ class Scan:
         self.batch_size = batch_size
         self.limits = limits
         self.string_view = string_view
+        if isinstance(read_dictionary, str):
+            raise TypeError("read_dictionary takes a sequence of column names, not a str")
+        self.read_dictionary = [] if read_dictionary is None else list(read_dictionary)
+        self._out_schema: Any = None  # the schema with read_dictionary's columns as dictionaries
         self.stats = ScanStats(sources=len(self.sources))
         self._dtype: dt.DType | None = None
         self._schema: Any = None
@@ -159,6 +207,7 @@ class Scan:
                 check_expr(self.filter, self._dtype)
             with string_view_output(self.string_view):
                 self._schema = _schema_of(self._dtype, self.columns)
+            self._out_schema = _dictionary_schema(self._schema, self._dtype, self.read_dictionary)
         return self._dtype
 
     @property
@@ -170,7 +219,7 @@ class Scan:
     def schema(self) -> Any:
         """The Arrow schema of the batches this scan yields."""
         self._read_dtype()
-        return self._schema
+        return self._out_schema
 
     def __iter__(self) -> Iterator[Any]:
         return self._run()
@@ -194,6 +243,8 @@ class Scan:
                 stats.rows_returned += out.num_rows
             if out.num_rows == 0:
                 return
+            if out.schema is not self._out_schema and not out.schema.equals(self._out_schema):
+                out = _as_dictionaries(out, self._out_schema)
             if self.batch_size:
                 for s in range(0, out.num_rows, self.batch_size):
                     yield out.slice(s, self.batch_size)
@@ -214,6 +265,7 @@ class Scan:
                         check_expr(self.filter, d)
                     with string_view_output(self.string_view):
                         self._schema = _schema_of(d, self.columns)
+                    self._out_schema = _dictionary_schema(self._schema, d, self.read_dictionary)
                 elif reader.dtype != d:
                     raise VortexIPCError(
                         f"stream dtype {reader.dtype!r} differs from the first source's {d!r}",
@@ -256,6 +308,10 @@ class Scan:
 
     # -- the native core ------------------------------------------------------------------
 
+    def _dict_names(self) -> list[str]:
+        """read_dictionary's columns among the output columns."""
+        return [n for n in self._schema.names if n in self.read_dictionary]
+
     def _native_plan(self) -> Any:
         """(predicate, filter fields, output fields, pinned) for the native core, or None
         when this scan runs in Python (the core is off, the dtype is not a struct, or the
@@ -278,7 +334,8 @@ class Scan:
             ffields = (sorted(d.names.index(n) for n in self.filter.columns())
                        if self.filter is not None else [])
             out = [d.names.index(n) for n in self._schema.names if n not in self._pinned]
-            self._native = (program, ffields, out)
+            dict_fields = [d.names.index(n) for n in self._dict_names() if n not in self._pinned]
+            self._native = (program, ffields, out, dict_fields)
         return self._native or None
 
     def _scan_native(self, reader: StreamReader, plan: Any, b: _Budget) -> Iterator[Any]:
@@ -288,20 +345,24 @@ class Scan:
         the batches before it."""
         import pyarrow as pa
 
-        program, ffields, outf = plan
+        program, ffields, outf, dict_fields = plan
         d = self._dtype
         stats = self.stats
         s = ng.stream(d, reader.limits)
-        schema = self._schema
+        schema = self._out_schema if dict_fields else self._schema
         names = schema.names
-        types = {d.names[f]: schema.field(d.names[f]).type for f in outf}
+        # the native core hands read_dictionary's columns over as dictionaries
+        types = {d.names[f]: (schema if f in dict_fields else self._schema).field(d.names[f]).type
+                 for f in outf}
         imp = pa.Array._import_from_c_capsule
         threads = ng.decode_threads(self.threads)
-        window = 1
-        pending: list[Any] = []
         err: VortexIPCError | None = None
-        while True:
-            # fill a window
+
+        def fill(window: int) -> list[Any]:
+            """The next window's messages (an error reading them is kept in ``err``, raised
+            after the batches before it)."""
+            nonlocal err
+            pending: list[Any] = []
             while len(pending) < window and err is None:
                 try:
                     m = reader._next_message()
@@ -322,15 +383,20 @@ class Scan:
                     b.skip = 0
                     continue
                 pending.append((m, 0))
-            if not pending:
-                if err is not None:
-                    raise err
-                break
+            return pending
+
+        def run(pending: list[Any]) -> Any:
             cap = -1 if b.remaining is None else b.remaining + b.skip
             msgs = [(m.body, m.header.row_count, m.header.encodings,
                      ng.known_flags(m.header.encodings)) for m, _ in pending]
             ranges = [(start, m.header.row_count, cap) for m, start in pending]
-            res = s.scan(msgs, program, ffields, outf, ranges, self.string_view, threads)
+            return cap, s.scan(msgs, program, ffields, outf, ranges, self.string_view, threads,
+                               dict_fields)
+
+        window = 1
+        pending = fill(window)
+        while pending:
+            cap, res = run(pending)
             for (m, start), r in zip(pending, res):
                 kind = r[0]
                 if kind == "err":
@@ -382,13 +448,17 @@ class Scan:
                     continue
                 pinned = self._pinned or {}
                 out = [pa.repeat(pinned[nm], n) if nm in pinned else by_name[nm] for nm in names]
+                if dict_fields:  # columns Python built (handed back, pinned) as dictionaries too
+                    out = [_to_dictionary(a, schema.field(i).type) for i, a in enumerate(out)]
                 yield pa.RecordBatch.from_arrays(out, schema=schema)
-            pending = []
             if err is not None:
                 raise err
             if b.remaining is not None and b.remaining <= 0:
                 return
             window = min(window * 2, NATIVE_WINDOW)
+            pending = fill(window)
+        if err is not None:
+            raise err
 
     def _scan_one(self, arr: Array, batch: Any, reader: StreamReader, remaining: int | None) -> Any:
         """One batch: its selected rows as a RecordBatch, or None when pruned (counted)."""
@@ -570,7 +640,8 @@ def _select(a: Array, idx: np.ndarray | None) -> Any:
 def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | None = None,
          limit: int | None = None, batch_size: int | None = None,
          limits: ReaderLimits | None = None, offset: int = 0,
-         string_view: bool = False, threads: int | None = None) -> Scan:
+         string_view: bool = False, threads: int | None = None,
+         read_dictionary: Sequence[str] | None = None) -> Scan:
     """Scan one or many streams with projection, filter and limit pushdown.
 
     ``source``: a path, bytes-like object, binary file object, a list of those, or a glob
@@ -581,7 +652,12 @@ def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | No
     strings come out as Arrow ``string_view`` (Polars' native layout; cheaper to decode
     from dictionaries) instead of ``string``. ``threads``: how many threads the native
     core scans on (None: every core; 1: the calling thread only); the batches and their
-    order are the same whatever the count.
+    order are the same whatever the count. ``read_dictionary``: string or binary columns to
+    return as Arrow ``dictionary<int32, string | binary>`` (as ``pyarrow.parquet``'s option of
+    that name): a dictionary-encoded column is handed over as its codes and values, never
+    expanded (engines group and filter such columns per distinct value); a column encoded
+    otherwise in some message is dictionary-encoded for it.
     """
     return Scan(source, columns=columns, filter=filter, limit=limit, batch_size=batch_size,
-                limits=limits, offset=offset, string_view=string_view, threads=threads)
+                limits=limits, offset=offset, string_view=string_view, threads=threads,
+                read_dictionary=read_dictionary)

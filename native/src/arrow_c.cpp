@@ -12,6 +12,7 @@ struct Priv {
   std::vector<const void*> ptrs;   // ArrowArray.buffers
   std::vector<ArrowArray*> kids;   // ArrowArray.children
   std::vector<int64_t> view_sizes; // the variadic sizes buffer of a string_view array
+  ArrowArray* dict = nullptr;      // ArrowArray.dictionary (a dictionary array's values)
 };
 
 void release_array(ArrowArray* a) {
@@ -20,6 +21,10 @@ void release_array(ArrowArray* a) {
   for (ArrowArray* k : p->kids) {
     if (k->release) k->release(k);
     delete k;
+  }
+  if (p->dict) {
+    if (p->dict->release) p->dict->release(p->dict);
+    delete p->dict;
   }
   delete p;
   a->release = nullptr;
@@ -94,6 +99,14 @@ void fill(Col&& c, ArrowArray* out) {
 }  // namespace
 
 void export_col(Col&& c, ArrowArray* out) { fill(std::move(c), out); }
+
+void export_dictionary(Col&& codes, Col&& values, ArrowArray* out) {
+  fill(std::move(codes), out);
+  auto* d = new ArrowArray();
+  fill(std::move(values), d);
+  static_cast<Priv*>(out->private_data)->dict = d;
+  out->dictionary = d;
+}
 
 void export_struct(std::vector<Col>&& cols, uint64_t len, ArrowArray* out) {
   Col s;

@@ -43,6 +43,8 @@ namespace vx {
 
 // Move `c` into `out` (which the caller owns and eventually releases).
 void export_col(Col&& c, ArrowArray* out);
+// an Arrow dictionary array: `codes` (int32, with the rows' validity) indexing `values`
+void export_dictionary(Col&& codes, Col&& values, ArrowArray* out);
 // A struct array (a record batch) of `cols`, all of `len` rows.
 void export_struct(std::vector<Col>&& cols, uint64_t len, ArrowArray* out);
 

@@ -4,6 +4,8 @@
 // string bytes are copied).
 #include <algorithm>
 #include <limits>
+#include <string_view>
+#include <unordered_map>
 
 #include "enc_util.h"
 
@@ -380,4 +382,95 @@ class DictEnc : public Encoding {
 REGISTER_ENCODING(DictEnc);
 
 }  // namespace
+// -- dictionary output (scan(read_dictionary=...)) ------------------------------------------
+
+namespace {
+// a dictionary of one null value (where no row refers to a value: codes 0 must index one)
+Col one_null_string() {
+  Col v;
+  v.layout = Layout::String;
+  v.len = 1;
+  v.offsets = alloc_zeroed(8);
+  v.validity = alloc_zeroed(1);
+  v.null_count = 1;
+  return v;
+}
+}  // namespace
+
+void decode_dictionary(const Node& n, const uint32_t* idx, size_t k, bool all, const DType& d,
+                       Ctx& c, Col& codes_out, Col& values_out) {
+  const uint64_t rows = all ? n.len : uint64_t(k);
+  Buf out = alloc(size_t(4 * rows));
+  int32_t* o = out.mut<int32_t>();
+  Buf valid;
+  if (n.enc && std::string_view(n.enc->id()) == "vortex.dict") {
+    // the message's own dictionary: its codes (taken) and values, nothing gathered
+    Col codes = all ? vx::decode(n.child(0), c) : vx::take(n.child(0), idx, k, c);
+    if (codes.layout != Layout::Prim || !ptype_is_int(codes.ptype))
+      malformed("vortex.dict codes must be integers, not ", dtype_repr(*n.child(0).dtype));
+    if (codes.len != rows) malformed("vortex.dict codes decoded to ", codes.len, " rows");
+    Col values = vx::decode(n.child(1), c);
+    if (values.len != n.child(1).len) malformed("vortex.dict values decoded to ", values.len, " rows");
+    conform(values, d, false);
+    const uint64_t nv = values.len;
+    if (nv > uint64_t(INT32_MAX)) unsupported("a dictionary of more than 2^31 values as Arrow");
+    const uint8_t* cvalid = codes.validity.empty() ? nullptr : codes.validity.data();
+    with_int_ptype(codes.ptype, [&](auto t) {
+      using C = decltype(t);
+      const C* cd = codes.vals<C>();
+      const bool all_in = codes_in_range<C>(cd, rows, nv, cvalid);
+      for (uint64_t i = 0; i < rows; i++) o[i] = int32_t(code_at<C>(cd, i, nv, all_in));
+    });
+    if (cvalid) valid = bitmap_from(cvalid, 0, rows);
+    if (!values.validity.empty() && values.null_count != 0) {
+      // a row whose value is null is a null row (the dictionary keeps its null entry)
+      Buf vv, unused;
+      map_bits(codes, nv, values.validity.data(), nullptr, vv, unused);
+      if (valid.empty()) {
+        valid = vv;
+      } else {
+        for (size_t i = 0; i < size_t(bitmap_bytes(rows)); i++) valid.ptr[i] &= vv.ptr[i];
+      }
+    }
+    values_out = std::move(values);
+  } else {
+    // any other encoding: decoded, its distinct values numbered in first-seen order
+    Col col = all ? vx::decode(n, c) : vx::take(n, idx, k, c);
+    conform(col, d, false);
+    if (col.layout != Layout::String || col.len != rows)
+      malformed("a string column decoded to ", col.len, " rows of another layout");
+    const int32_t* so = col.offsets.as<int32_t>();
+    const uint8_t* data = col.values.data();
+    const uint8_t* cv = col.validity.empty() ? nullptr : col.validity.data();
+    std::unordered_map<std::string_view, int32_t> seen;
+    std::vector<int32_t> voff{0};
+    std::vector<uint8_t> vdata;
+    for (uint64_t i = 0; i < rows; i++) {
+      if (cv && !get_bit(cv, i)) {
+        o[i] = 0;
+        continue;
+      }
+      std::string_view v(reinterpret_cast<const char*>(data) + so[i], size_t(so[i + 1] - so[i]));
+      auto [it, fresh] = seen.emplace(v, int32_t(voff.size() - 1));
+      if (fresh) {
+        vdata.insert(vdata.end(), v.begin(), v.end());
+        voff.push_back(int32_t(vdata.size()));
+      }
+      o[i] = it->second;
+    }
+    if (cv) valid = bitmap_from(cv, 0, rows);
+    Col v;
+    v.layout = Layout::String;
+    v.len = voff.size() - 1;
+    v.offsets = alloc(voff.size() * 4);
+    std::memcpy(v.offsets.ptr, voff.data(), voff.size() * 4);
+    v.values = alloc(vdata.size());
+    if (!vdata.empty()) std::memcpy(v.values.ptr, vdata.data(), vdata.size());
+    values_out = std::move(v);
+  }
+  if (values_out.len == 0 && rows > 0) values_out = one_null_string();
+  codes_out = prim_col(PType::I32, std::move(out), rows, std::move(valid), -1);
+  normalize_validity(codes_out);
+}
+
 }  // namespace vx

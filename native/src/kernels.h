@@ -75,6 +75,14 @@ Col take(const Node& n, const uint32_t* idx, size_t k, Ctx& c);
 Mask compare_col(const Col& col, const DType& d, const Lit& v, Op op);
 Mask is_in_col(const Col& col, const DType& d, const std::vector<Lit>& v);
 Col take_col(const Col& col, const uint32_t* idx, size_t k);
+
+// The rows (all of them, or idx[0..k)) of a string or binary column (dtype `d`) as the parts
+// of an Arrow dictionary array: int32 codes with the rows' validity and the values
+// (`string`/`binary` layout). A vortex.dict node hands over its own codes and values
+// (nothing gathered); any other node is decoded and its distinct values numbered in
+// first-seen order.
+void decode_dictionary(const Node& n, const uint32_t* idx, size_t k, bool all, const DType& d,
+                       Ctx& c, Col& codes, Col& values);
 Buf take_bits(const uint8_t* bits, const uint32_t* idx, size_t k);
 
 // The integer comparison shortcut of compute.kernels._int_range_shortcut: a literal outside

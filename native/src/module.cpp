@@ -332,7 +332,7 @@ class Stream {
   // without a predicate the rows [start, stop); at most `cap` selected rows (cap < 0: all).
   nb::list scan(nb::list messages, nb::object program, std::vector<int> filter_fields,
                 std::vector<int> out_fields, std::vector<std::tuple<int64_t, int64_t, int64_t>> ranges,
-                bool string_view, int threads) {
+                bool string_view, int threads, std::vector<int> dict_fields) {
     if (root_->kind != Kind::Struct) throw std::invalid_argument("a scan needs a struct dtype");
     std::vector<MsgIn> in;
     in.reserve(messages.size());
@@ -345,6 +345,10 @@ class Stream {
       if (std::find(fields.begin(), fields.end(), f) == fields.end()) fields.push_back(f);
     for (int f : fields)
       if (f < 0 || f >= int(root_->children.size())) throw std::out_of_range("field index out of range");
+    for (int f : dict_fields)
+      if (std::find(out_fields.begin(), out_fields.end(), f) == out_fields.end() ||
+          !root_->children[size_t(f)]->storage().is_string_like())
+        throw std::invalid_argument("dictionary fields must be output fields holding strings");
     size_t nm = in.size(), per = out_fields.size();
     std::vector<std::unique_ptr<Tree>> trees(nm);
     std::vector<ScanOut> out(nm);
@@ -413,12 +417,22 @@ class Stream {
           if (!node || node->subtree_foreign) throw NeedPython();  // Python's, reached or not
           Ctx c(t.limits);
           c.string_view = string_view;
-          Col col = o.all ? vx::decode(*node, c) : vx::take(*node, o.pos.data(), o.pos.size(), c);
-          conform(col, *root_->children[size_t(out_fields[f])], string_view);
-          canon[task] = owned_bytes(col);
-          auto* a = new ArrowArray();
-          export_col(std::move(col), a);
-          o.cols[f] = a;
+          const DType& fd = *root_->children[size_t(out_fields[f])];
+          if (std::find(dict_fields.begin(), dict_fields.end(), out_fields[f]) != dict_fields.end()) {
+            Col codes, values;
+            decode_dictionary(*node, o.pos.data(), o.pos.size(), o.all, fd, c, codes, values);
+            canon[task] = owned_bytes(codes) + owned_bytes(values);
+            auto* a = new ArrowArray();
+            export_dictionary(std::move(codes), std::move(values), a);
+            o.cols[f] = a;
+          } else {
+            Col col = o.all ? vx::decode(*node, c) : vx::take(*node, o.pos.data(), o.pos.size(), c);
+            conform(col, fd, string_view);
+            canon[task] = owned_bytes(col);
+            auto* a = new ArrowArray();
+            export_col(std::move(col), a);
+            o.cols[f] = a;
+          }
         } catch (NeedPython&) {
           // left null: Python takes this column
         } catch (Error& e) {
@@ -582,7 +596,8 @@ NB_MODULE(_native, m) {
            nb::arg("threads"))
       .def("validate", &Stream::validate, nb::arg("messages"), nb::arg("threads"))
       .def("scan", &Stream::scan, nb::arg("messages"), nb::arg("program").none(), nb::arg("filter_fields"),
-           nb::arg("out_fields"), nb::arg("ranges"), nb::arg("string_view"), nb::arg("threads"))
+           nb::arg("out_fields"), nb::arg("ranges"), nb::arg("string_view"), nb::arg("threads"),
+           nb::arg("dict_fields") = std::vector<int>())
       .def("kernel", &Stream::kernel, nb::arg("message"), nb::arg("kind"), nb::arg("op"), nb::arg("lits"),
            nb::arg("idx"), nb::arg("string_view"));
   m.def("encodings", &native_encoding_ids, "IDs of the encodings the native core decodes");

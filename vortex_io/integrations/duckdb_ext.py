@@ -67,9 +67,11 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from .. import dtype as dt
 from ..arrow import string_view_output, to_arrow_schema
 from ..compute.expr import Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from ..errors import VortexIPCError
+from ..ipc import StreamReader
 from ..scan import Scan, expand_sources, scan
 
 __all__ = [
@@ -314,7 +316,15 @@ class VortexSource(pads.Dataset, ArrowScanSource):
             # what DuckDB binds and reads: strings as string_view (DuckDB 2.0 reads views
             # natively, and dictionary strings then decode without copying their bytes)
             with string_view_output(True):
-                self._stream_schema = to_arrow_schema(first.dtype)
+                stream_schema = to_arrow_schema(first.dtype)
+            # dictionary-encoded string columns cross as Arrow dictionaries: DuckDB groups,
+            # compares and LIKEs a dictionary vector once per distinct value
+            self._dictionary = _dictionary_columns(self.paths[0], first.dtype)
+            self._stream_schema = pa.schema(
+                [f.with_type(pa.dictionary(pa.int32(), pa.string() if pa.types.is_string_view(f.type)
+                                           else pa.binary()))
+                 if f.name in self._dictionary else f for f in stream_schema],
+                metadata=stream_schema.metadata)
         except VortexIPCError as e:
             raise _located(e, self.paths[0]) from None
         if len(set(self._schema.names)) != len(self._schema.names):
@@ -363,7 +373,8 @@ class VortexSource(pads.Dataset, ArrowScanSource):
             e = translate(f, self._schema)
             expr = e if expr is None else expr & e
         try:
-            s = scan(self.paths, columns=names, filter=expr, string_view=True)
+            s = scan(self.paths, columns=names, filter=expr, string_view=True,
+                     read_dictionary=[n for n in self._dictionary if names is None or n in names])
             got = s.schema
         except VortexIPCError as e:
             raise _located(e, self.paths[0]) from None
@@ -376,6 +387,42 @@ class VortexSource(pads.Dataset, ArrowScanSource):
             self.on_scan(s)
         reader = pa.RecordBatchReader.from_batches(want, _batches(s, self.paths))
         return reader.__arrow_c_stream__(), names is not None
+
+
+#: (path, inode, size, mtime) -> the dictionary-encoded columns of its first message
+_DICT_COLUMNS: OrderedDict[tuple[Any, ...], list[str]] = OrderedDict()
+_DICT_COLUMNS_MAX = 256
+_DICT_LOCK = threading.Lock()
+
+
+def _dictionary_columns(path: str, d: dt.DType) -> list[str]:
+    """The string and binary columns that the first message of ``path`` dictionary-encodes
+    (its header only: nothing is decoded; remembered per file version, since the resolver
+    runs at every query)."""
+    if not isinstance(d, dt.Struct):
+        return []
+    names = [n for n in d.names if isinstance(d.field(n), (dt.Utf8, dt.Binary))]
+    if not names:
+        return []
+    try:
+        st = os.stat(path)
+        key: tuple[Any, ...] | None = (path, st.st_ino, st.st_size, st.st_mtime_ns, d)
+    except OSError:
+        key = None
+    with _DICT_LOCK:
+        hit = _DICT_COLUMNS.get(key) if key is not None else None
+    if hit is not None:
+        return hit
+    with StreamReader(path) as r:
+        first = next(iter(r), None)
+        arr = None if first is None else first.array
+        found = [] if arr is None else [n for n in names if arr.field(n).encoding == "vortex.dict"]
+    if key is not None:
+        with _DICT_LOCK:
+            _DICT_COLUMNS[key] = found
+            while len(_DICT_COLUMNS) > _DICT_COLUMNS_MAX:
+                _DICT_COLUMNS.popitem(last=False)
+    return found
 
 
 def _located(e: VortexIPCError, path: str) -> VortexIPCError:
