@@ -162,9 +162,7 @@ bool bitpacked_decode_plus(const Node& n, uint64_t ref, Ctx& c, Col& out) {
     }
   }
   size_t np = m.patches ? m.patches->nchildren() : 0;
-  out.validity = decode_validity(opt_child(n, np), n.len, c);
-  out.null_count = -1;
-  normalize_validity(out);
+  out = with_child_validity(std::move(out), n, np, c);
   return true;
 }
 

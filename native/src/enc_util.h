@@ -21,6 +21,32 @@ inline const Buf& typed_buffer(const Node& n, size_t i, uint64_t count, int widt
   return b;
 }
 
+// `out` given the validity of `n`'s optional validity child `k` (the tail of a canonical
+// decode: the null count left to be counted).
+inline Col with_child_validity(Col out, const Node& n, size_t k, Ctx& c) {
+  out.validity = decode_validity(opt_child(n, k), n.len, c);
+  out.null_count = -1;
+  normalize_validity(out);
+  return out;
+}
+
+// The base of an encoding whose validity is its optional child K (validity_spec(n, K, ...)):
+// validity() reads that child alone, without the values.
+template <size_t K>
+class ChildValidityEncoding : public Encoding {
+ public:
+  using Encoding::Encoding;
+  bool validity(const Node& n, Buf& out, Ctx& c) const override {
+    out = decode_validity(opt_child(n, K), n.len, c);
+    return true;
+  }
+
+ protected:
+  static Col with_own_validity(Col out, const Node& n, Ctx& c) {
+    return with_child_validity(std::move(out), n, K, c);
+  }
+};
+
 template <class M>
 M& make_meta(Node& n) {
   auto m = std::make_unique<M>();
