@@ -62,7 +62,13 @@ Buf words_of(const Buf& b, uint64_t n) {
 }
 }  // namespace
 
-Mask mask_and(const Mask& a, const Mask& b) {
+namespace {
+// mask_and (And) or mask_or, word-wise. A result is valid where both sides are, or where
+// one valid side decides it alone (a false for AND, a true for OR):
+//   AND: valid = (a_ok & b_ok) | (a_ok & ~av) | (b_ok & ~bv); vals = av & bv & valid
+//   OR:  valid = (a_ok & b_ok) | (a_ok & av) | (b_ok & bv);   vals = (av | bv) & valid
+template <bool And>
+Mask mask_combine(const Mask& a, const Mask& b) {
   uint64_t n = a.len;
   size_t words = size_t((n + 63) / 64);
   Buf av = words_of(a.vals, n), bv = words_of(b.vals, n);
@@ -73,7 +79,7 @@ Mask mask_and(const Mask& a, const Mask& b) {
   const uint64_t* x = av.as<uint64_t>();
   const uint64_t* y = bv.as<uint64_t>();
   if (a.valid.empty() && b.valid.empty()) {
-    for (size_t i = 0; i < words; i++) o[i] = x[i] & y[i];
+    for (size_t i = 0; i < words; i++) o[i] = And ? x[i] & y[i] : x[i] | y[i];
     bitmap_clear_tail(m.vals.ptr, n);
     return m;
   }
@@ -86,49 +92,19 @@ Mask mask_and(const Mask& a, const Mask& b) {
   m.valid = alloc(bitmap_bytes(n));
   uint64_t* v = m.valid.mut<uint64_t>();
   for (size_t i = 0; i < words; i++) {
-    // valid = (a_ok & b_ok) | (a_ok & ~av) | (b_ok & ~bv); vals = av & bv & valid
-    uint64_t val = (p[i] & q[i]) | (p[i] & ~x[i]) | (q[i] & ~y[i]);
+    uint64_t xd = And ? ~x[i] : x[i], yd = And ? ~y[i] : y[i];  // the deciding values
+    uint64_t val = (p[i] & q[i]) | (p[i] & xd) | (q[i] & yd);
     v[i] = val;
-    o[i] = x[i] & y[i] & val;
+    o[i] = (And ? x[i] & y[i] : x[i] | y[i]) & val;
   }
   bitmap_clear_tail(m.vals.ptr, n);
   bitmap_clear_tail(m.valid.ptr, n);
   return m;
 }
+}  // namespace
 
-Mask mask_or(const Mask& a, const Mask& b) {
-  uint64_t n = a.len;
-  size_t words = size_t((n + 63) / 64);
-  Buf av = words_of(a.vals, n), bv = words_of(b.vals, n);
-  Mask m;
-  m.len = n;
-  m.vals = alloc(bitmap_bytes(n));
-  uint64_t* o = m.vals.mut<uint64_t>();
-  const uint64_t* x = av.as<uint64_t>();
-  const uint64_t* y = bv.as<uint64_t>();
-  if (a.valid.empty() && b.valid.empty()) {
-    for (size_t i = 0; i < words; i++) o[i] = x[i] | y[i];
-    bitmap_clear_tail(m.vals.ptr, n);
-    return m;
-  }
-  Buf ones;
-  if (a.valid.empty() || b.valid.empty()) ones = bitmap_alloc(n, true);
-  Buf aok = a.valid.empty() ? ones : words_of(a.valid, n);
-  Buf bok = b.valid.empty() ? ones : words_of(b.valid, n);
-  const uint64_t* p = aok.as<uint64_t>();
-  const uint64_t* q = bok.as<uint64_t>();
-  m.valid = alloc(bitmap_bytes(n));
-  uint64_t* v = m.valid.mut<uint64_t>();
-  for (size_t i = 0; i < words; i++) {
-    // valid = (a_ok & b_ok) | (a_ok & av) | (b_ok & bv)
-    uint64_t val = (p[i] & q[i]) | (p[i] & x[i]) | (q[i] & y[i]);
-    v[i] = val;
-    o[i] = (x[i] | y[i]) & val;
-  }
-  bitmap_clear_tail(m.vals.ptr, n);
-  bitmap_clear_tail(m.valid.ptr, n);
-  return m;
-}
+Mask mask_and(const Mask& a, const Mask& b) { return mask_combine<true>(a, b); }
+Mask mask_or(const Mask& a, const Mask& b) { return mask_combine<false>(a, b); }
 
 Mask mask_not(const Mask& a) {
   uint64_t n = a.len;
