@@ -106,22 +106,26 @@ i128 i128_of(nb::handle h) {
   return load<i128>(reinterpret_cast<const uint8_t*>(b.c_str()));
 }
 
-Lit lit_of(nb::handle h) {
+// A literal tuple (kind, value, ...) as L (Lit or PLit): `int_rest` reads what an integer
+// literal carries after its value.
+template <class L, class F>
+L lit_from(nb::handle h, F&& int_rest) {
   nb::tuple t = nb::borrow<nb::tuple>(h);
   std::string k = nb::cast<std::string>(t[0]);
-  Lit l;
+  L l;
   if (k == "i") {
-    l.kind = Lit::Int;
+    l.kind = L::Int;
     l.i = i128_of(t[1]);
+    int_rest(l, t);
   } else if (k == "f") {
-    l.kind = Lit::Float;
+    l.kind = L::Float;
     l.f = nb::cast<double>(t[1]);
   } else if (k == "b") {
-    l.kind = Lit::Bytes;
+    l.kind = L::Bytes;
     nb::bytes b = nb::borrow<nb::bytes>(t[1]);
     l.s.assign(b.c_str(), b.size());
   } else if (k == "o") {
-    l.kind = Lit::Bool;
+    l.kind = L::Bool;
     l.b = nb::cast<bool>(t[1]);
   } else {
     throw std::invalid_argument("bad literal kind");
@@ -129,29 +133,16 @@ Lit lit_of(nb::handle h) {
   return l;
 }
 
+Lit lit_of(nb::handle h) {
+  return lit_from<Lit>(h, [](Lit&, const nb::tuple&) {});
+}
+
+// a predicate literal: an integer also carries (frac, inf)
 PLit plit_of(nb::handle h) {
-  nb::tuple t = nb::borrow<nb::tuple>(h);
-  std::string k = nb::cast<std::string>(t[0]);
-  PLit l;
-  if (k == "i") {
-    l.kind = PLit::Int;
-    l.i = i128_of(t[1]);
+  return lit_from<PLit>(h, [](PLit& l, const nb::tuple& t) {
     l.frac = nb::cast<bool>(t[2]);
     l.inf = nb::cast<int>(t[3]);
-  } else if (k == "f") {
-    l.kind = PLit::Float;
-    l.f = nb::cast<double>(t[1]);
-  } else if (k == "b") {
-    l.kind = PLit::Bytes;
-    nb::bytes b = nb::borrow<nb::bytes>(t[1]);
-    l.s.assign(b.c_str(), b.size());
-  } else if (k == "o") {
-    l.kind = PLit::Bool;
-    l.b = nb::cast<bool>(t[1]);
-  } else {
-    throw std::invalid_argument("bad literal kind");
-  }
-  return l;
+  });
 }
 
 std::unique_ptr<Pred> pred_of(nb::handle h, int depth = 0) {
