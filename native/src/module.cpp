@@ -397,7 +397,8 @@ class Stream {
         ScanOut& o = out[i];
         if (o.state != ScanOut::Ok || (!o.all && o.pos.empty())) return;
         Tree& t = *trees[i];
-        try {
+        // a NeedPython leaves the column null: Python takes it
+        run_column_task([&] {
           const Node* node = field_node(t, out_fields[f]);
           if (!node || node->subtree_foreign) throw NeedPython();  // Python's, reached or not
           Ctx c(t.limits);
@@ -408,15 +409,7 @@ class Stream {
           auto* a = new ArrowArray();
           export_col(std::move(col), a);
           o.cols[f] = a;
-        } catch (NeedPython&) {
-          // left null: Python takes this column
-        } catch (Error& e) {
-          kinds[task] = int(e.kind);
-          errs[task] = e.msg;
-        } catch (std::bad_alloc&) {
-          kinds[task] = int(ErrKind::Limit);
-          errs[task] = "out of memory while scanning the message";
-        }
+        }, kinds[task], errs[task], "out of memory while scanning the message");
       });
       for (size_t i = 0; i < nm; i++) {
         if (out[i].state != ScanOut::Ok) continue;
