@@ -389,18 +389,6 @@ float double_to_float(double v) {
   return float(v);
 }
 
-template <class T, class L>
-inline bool cmp(T a, L b, Op op) {
-  switch (op) {
-    case Op::Eq: return a == b;
-    case Op::Neq: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Lte: return a <= b;
-    case Op::Gt: return a > b;
-    default: return a >= b;
-  }
-}
-
 // out bit i = pred(i), for i < n (out has whole words)
 template <class P>
 void fill_bits(uint8_t* out, uint64_t n, P&& pred) {
@@ -496,7 +484,7 @@ Mask compare_col(const Col& col, const DType& d, const Lit& v, Op op) {
           float l = half_to_float(double_to_half(lit));
           const uint16_t* h = col.vals<uint16_t>();
           bits = alloc_zeroed(bitmap_bytes(n));
-          fill_bits(bits.ptr, n, [&](uint64_t i) { return cmp(half_to_float(h[i]), l, op); });
+          fill_bits(bits.ptr, n, [&](uint64_t i) { return op_holds(half_to_float(h[i]), l, op); });
         }
       }
       break;
@@ -506,7 +494,7 @@ Mask compare_col(const Col& col, const DType& d, const Lit& v, Op op) {
       const uint8_t* b = col.values.data();
       bool lit = v.b;
       bits = alloc_zeroed(bitmap_bytes(n));
-      fill_bits(bits.ptr, n, [&](uint64_t i) { return cmp(get_bit(b, i), lit, op); });
+      fill_bits(bits.ptr, n, [&](uint64_t i) { return op_holds(get_bit(b, i), lit, op); });
       break;
     }
     case Layout::String:
@@ -525,7 +513,7 @@ Mask compare_col(const Col& col, const DType& d, const Lit& v, Op op) {
       } else {
         fill_bits(bits.ptr, n, [&](uint64_t i) {
           Bytes s = str_at(col, i);
-          return cmp(compare_bytes(s.p, s.n, lp, ln), 0, op);
+          return op_holds(compare_bytes(s.p, s.n, lp, ln), 0, op);
         });
       }
       break;
@@ -535,10 +523,10 @@ Mask compare_col(const Col& col, const DType& d, const Lit& v, Op op) {
       bits = alloc_zeroed(bitmap_bytes(n));
       if (col.dec_width == 16) {
         const uint8_t* base = col.values.data();
-        fill_bits(bits.ptr, n, [&](uint64_t i) { return cmp(load<i128>(base + 16 * i), v.i, op); });
+        fill_bits(bits.ptr, n, [&](uint64_t i) { return op_holds(load<i128>(base + 16 * i), v.i, op); });
       } else {
         const uint8_t* base = col.values.data();
-        fill_bits(bits.ptr, n, [&](uint64_t i) { return cmp(cmp256(base + 32 * i, v.i), 0, op); });
+        fill_bits(bits.ptr, n, [&](uint64_t i) { return op_holds(cmp256(base + 32 * i, v.i), 0, op); });
       }
       break;
     }
