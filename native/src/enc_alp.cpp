@@ -111,16 +111,6 @@ VX_ALP_LOOPS(_base, alp_value)
 #pragma GCC target("avx2")
 VX_ALP_LOOPS(_avx2, alp_lane)
 #pragma GCC pop_options
-inline bool have_avx2() {
-  // (VORTEX_IO_NATIVE_BASELINE=1 keeps the baseline loops: their tests run on AVX2 machines)
-  static const bool v = [] {
-    const char* e = std::getenv("VORTEX_IO_NATIVE_BASELINE");
-    if (e && *e && *e != '0') return false;
-    __builtin_cpu_init();
-    return bool(__builtin_cpu_supports("avx2"));
-  }();
-  return v;
-}
 #define VX_ALP_AVX2 1
 #endif
 #undef VX_ALP_LOOPS

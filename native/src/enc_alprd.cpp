@@ -93,16 +93,6 @@ void rd_combine8_avx2(const uint16_t* codes, const uint8_t* right, uint8_t* out,
   rd_combine<uint64_t, uint16_t>(codes + i, right + 8 * i, out + 8 * i, n - i, sd, nd, true);
 }
 #pragma GCC pop_options
-bool have_avx2() {
-  // (VORTEX_IO_NATIVE_BASELINE=1 keeps the baseline loops: their tests run on AVX2 machines)
-  static const bool v = [] {
-    const char* e = std::getenv("VORTEX_IO_NATIVE_BASELINE");
-    if (e && *e && *e != '0') return false;
-    __builtin_cpu_init();
-    return bool(__builtin_cpu_supports("avx2"));
-  }();
-  return v;
-}
 #define VX_RD_AVX2 1
 #endif
 

@@ -1,6 +1,8 @@
 // Helpers shared by the native encodings (the native twin of encodings/_common.py).
 #pragma once
 
+#include <cstdlib>
+
 #include "kernels.h"
 #include "proto.h"
 
@@ -46,6 +48,20 @@ class ChildValidityEncoding : public Encoding {
     return with_child_validity(std::move(out), n, K, c);
   }
 };
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// Whether this CPU runs the AVX2 loops (of vortex.alp and vortex.alprd).
+inline bool have_avx2() {
+  // (VORTEX_IO_NATIVE_BASELINE=1 keeps the baseline loops: their tests run on AVX2 machines)
+  static const bool v = [] {
+    const char* e = std::getenv("VORTEX_IO_NATIVE_BASELINE");
+    if (e && *e && *e != '0') return false;
+    __builtin_cpu_init();
+    return bool(__builtin_cpu_supports("avx2"));
+  }();
+  return v;
+}
+#endif
 
 template <class M>
 M& make_meta(Node& n) {
