@@ -7,14 +7,6 @@
 namespace vx {
 namespace {
 
-// A buffer the kernels read as `width`-byte values, copied when the wire left it misaligned
-// (a writer may declare an alignment exponent below the type's; the reader copies only
-// what the exponent asks for): typed loads of misaligned memory are undefined behaviour.
-Buf aligned_to(const Buf& b, size_t width) {
-  if (reinterpret_cast<uintptr_t>(b.ptr) % width == 0) return b;
-  return copy_of(b.ptr, b.len);
-}
-
 
 // -- vortex.null ------------------------------------------------------------------------------
 class NullEnc : public Encoding {

@@ -63,6 +63,14 @@ inline bool have_avx2() {
 }
 #endif
 
+// A buffer the kernels read as `width`-byte values, copied when the wire left it misaligned
+// (a writer may declare an alignment exponent below the type's; the reader copies only
+// what the exponent asks for): typed loads of misaligned memory are undefined behaviour.
+inline Buf aligned_to(const Buf& b, size_t width) {
+  if (reinterpret_cast<uintptr_t>(b.ptr) % width == 0) return b;
+  return copy_of(b.ptr, b.len);
+}
+
 template <class M>
 M& make_meta(Node& n) {
   auto m = std::make_unique<M>();
