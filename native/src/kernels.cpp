@@ -725,16 +725,12 @@ Col take_col(const Col& col, const uint32_t* idx, size_t k) {
     case Layout::Prim: {
       size_t w = size_t(ptype_width(col.ptype));
       o.values = alloc(k * w);
-      auto gather = [&](auto t) {
+      with_uint_ptype(col.ptype, [&](auto t) {
         using T = decltype(t);
         const T* s = col.vals<T>();
         T* d = o.values.mut<T>();
         for (size_t i = 0; i < k; i++) d[i] = s[idx[i]];
-      };
-      if (w == 1) gather(uint8_t{});
-      else if (w == 2) gather(uint16_t{});
-      else if (w == 4) gather(uint32_t{});
-      else gather(uint64_t{});
+      });
       break;
     }
     case Layout::Decimal: {
