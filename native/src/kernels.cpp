@@ -705,12 +705,7 @@ Buf take_bits(const uint8_t* bits, const uint32_t* idx, size_t k) {
 }
 
 Col take_col(const Col& col, const uint32_t* idx, size_t k) {
-  Col o;
-  o.layout = col.layout;
-  o.ptype = col.ptype;
-  o.dec_width = col.dec_width;
-  o.fsl_size = col.fsl_size;
-  o.len = k;
+  Col o = shaped_like(col, k);
   if (col.layout == Layout::Null) {
     o.null_count = int64_t(k);
     return o;
