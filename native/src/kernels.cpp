@@ -127,25 +127,38 @@ Mask mask_not(const Mask& a) {
   return m;
 }
 
-std::vector<uint32_t> mask_positions(const Mask& m) {
-  uint64_t n = m.len;
-  Buf v = words_of(m.vals, n);
-  Buf ok;
-  if (!m.valid.empty()) ok = words_of(m.valid, n);
-  const uint64_t* x = v.as<uint64_t>();
-  const uint64_t* p = ok.empty() ? nullptr : ok.as<uint64_t>();
-  size_t words = size_t((n + 63) / 64);
-  uint64_t total = 0;
-  for (size_t i = 0; i < words; i++) {
-    uint64_t w = x[i] & (p ? p[i] : ~uint64_t(0));
-    if (i + 1 == words && (n & 63)) w &= (uint64_t(1) << (n & 63)) - 1;
-    total += uint64_t(__builtin_popcountll(w));
+namespace {
+// The rows a mask keeps (true and valid), a word at a time (the bits past len cleared).
+struct KeptWords {
+  uint64_t n;
+  size_t words;
+  Buf v, ok;
+  const uint64_t* x;
+  const uint64_t* p;
+  explicit KeptWords(const Mask& m) : n(m.len), words(size_t((n + 63) / 64)), v(words_of(m.vals, n)) {
+    if (!m.valid.empty()) ok = words_of(m.valid, n);
+    x = v.as<uint64_t>();
+    p = ok.empty() ? nullptr : ok.as<uint64_t>();
   }
-  std::vector<uint32_t> out;
-  out.reserve(size_t(total));
-  for (size_t i = 0; i < words; i++) {
+  uint64_t word(size_t i) const {
     uint64_t w = x[i] & (p ? p[i] : ~uint64_t(0));
     if (i + 1 == words && (n & 63)) w &= (uint64_t(1) << (n & 63)) - 1;
+    return w;
+  }
+  uint64_t count() const {
+    uint64_t total = 0;
+    for (size_t i = 0; i < words; i++) total += uint64_t(__builtin_popcountll(word(i)));
+    return total;
+  }
+};
+}  // namespace
+
+std::vector<uint32_t> mask_positions(const Mask& m) {
+  KeptWords k(m);
+  std::vector<uint32_t> out;
+  out.reserve(size_t(k.count()));
+  for (size_t i = 0; i < k.words; i++) {
+    uint64_t w = k.word(i);
     while (w) {
       out.push_back(uint32_t(i * 64 + uint64_t(__builtin_ctzll(w))));
       w &= w - 1;
@@ -154,22 +167,7 @@ std::vector<uint32_t> mask_positions(const Mask& m) {
   return out;
 }
 
-uint64_t mask_count(const Mask& m) {
-  uint64_t n = m.len;
-  Buf v = words_of(m.vals, n);
-  Buf ok;
-  if (!m.valid.empty()) ok = words_of(m.valid, n);
-  const uint64_t* x = v.as<uint64_t>();
-  const uint64_t* p = ok.empty() ? nullptr : ok.as<uint64_t>();
-  size_t words = size_t((n + 63) / 64);
-  uint64_t total = 0;
-  for (size_t i = 0; i < words; i++) {
-    uint64_t w = x[i] & (p ? p[i] : ~uint64_t(0));
-    if (i + 1 == words && (n & 63)) w &= (uint64_t(1) << (n & 63)) - 1;
-    total += uint64_t(__builtin_popcountll(w));
-  }
-  return total;
-}
+uint64_t mask_count(const Mask& m) { return KeptWords(m).count(); }
 
 // -- decoding dispatch --------------------------------------------------------------------------
 
