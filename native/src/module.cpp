@@ -70,6 +70,22 @@ nb::object array_capsule(ArrowArray* a) {
   return nb::steal(cap);
 }
 
+// The columns as capsules (None where Python decodes the column), each taken out of `arrays`
+// as its capsule takes it over.
+nb::list capsules_of(std::vector<ArrowArray*>& arrays) {
+  nb::list cols;
+  for (ArrowArray*& a : arrays) {
+    if (a) {
+      ArrowArray* x = a;
+      a = nullptr;
+      cols.append(array_capsule(x));
+    } else {
+      cols.append(nb::none());
+    }
+  }
+  return cols;
+}
+
 Limits limits_of(const std::vector<uint64_t>& v) {
   Limits l;
   if (v.size() != 7) throw std::invalid_argument("limits: 7 values expected");
@@ -269,16 +285,7 @@ class Stream {
         res.append(nb::make_tuple(nb::str("err"), o.kind, nb::str(o.msg.c_str())));
         continue;
       }
-      nb::list cols;
-      for (ArrowArray*& a : o.cols) {
-        if (a) {
-          ArrowArray* x = a;
-          a = nullptr;
-          cols.append(array_capsule(x));
-        } else {
-          cols.append(nb::none());
-        }
-      }
+      nb::list cols = capsules_of(o.cols);
       res.append(nb::make_tuple(nb::str("cols"), cols));
     }
     return res;
@@ -435,16 +442,7 @@ class Stream {
         case ScanOut::Python: res.append(nb::make_tuple(nb::str("python"))); continue;
         default: break;
       }
-      nb::list cols;
-      for (ArrowArray*& a : o.cols) {
-        if (a) {
-          ArrowArray* x = a;
-          a = nullptr;
-          cols.append(array_capsule(x));
-        } else {
-          cols.append(nb::none());
-        }
-      }
+      nb::list cols = capsules_of(o.cols);
       nb::object pos = nb::none();
       uint64_t nsel = o.all ? in[i].rows : o.pos.size();
       if (!o.all) pos = nb::bytes(reinterpret_cast<const char*>(o.pos.data()), o.pos.size() * 4);
