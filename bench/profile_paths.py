@@ -196,22 +196,23 @@ def summarize(raw: Path, top: int = 25) -> None:
         print(f"  {100 * k / total:5.1f}%  {fr}")
 
 
+def _path_parser(sub, name: str, seconds: float) -> argparse.ArgumentParser:
+    """The subcommand `name`, running one path on a dataset for `seconds` by default."""
+    sp = sub.add_parser(name)
+    sp.add_argument("path", choices=PATHS)
+    sp.add_argument("--dataset", default="trades")
+    sp.add_argument("--rows", type=int, default=1_000_000)
+    sp.add_argument("--seconds", type=float, default=seconds)
+    sp.add_argument("--threads", type=int, default=None)
+    return sp
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("path", choices=PATHS)
-    r.add_argument("--dataset", default="trades")
-    r.add_argument("--rows", type=int, default=1_000_000)
-    r.add_argument("--seconds", type=float, default=10.0)
-    r.add_argument("--threads", type=int, default=None)
+    r = _path_parser(sub, "run", 10.0)
     r.add_argument("--ready", type=Path, default=None, help=argparse.SUPPRESS)
-    pr = sub.add_parser("profile")
-    pr.add_argument("path", choices=PATHS)
-    pr.add_argument("--dataset", default="trades")
-    pr.add_argument("--rows", type=int, default=1_000_000)
-    pr.add_argument("--seconds", type=float, default=20.0)
-    pr.add_argument("--threads", type=int, default=None)
+    pr = _path_parser(sub, "profile", 20.0)
     pr.add_argument("--rate", type=int, default=200)
     pr.add_argument("-o", "--out", type=Path, required=True)
     s = sub.add_parser("summarize")

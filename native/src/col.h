@@ -54,6 +54,18 @@ inline Col prim_col(PType p, Buf values, uint64_t len, Buf validity = Buf(), int
   return c;
 }
 
+// A column of `len` rows with c's layout and type (ptype, decimal width, list size), its
+// buffers not set yet.
+inline Col shaped_like(const Col& c, uint64_t len) {
+  Col o;
+  o.layout = c.layout;
+  o.ptype = c.ptype;
+  o.dec_width = c.dec_width;
+  o.fsl_size = c.fsl_size;
+  o.len = len;
+  return o;
+}
+
 // -- bitmaps (LSB first; buffers hold whole 64-bit words so word loops need no tail code) --
 inline size_t bitmap_bytes(uint64_t nbits) { return size_t((nbits + 63) / 64 * 8); }
 inline bool get_bit(const uint8_t* bits, uint64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }

@@ -106,12 +106,7 @@ void concat_validity(const std::vector<Col>& parts, uint64_t total, Col& out) {
 
 Col slice_col(const Col& c, uint64_t off, uint64_t n) {
   if (off == 0 && n == c.len) return c;
-  Col out;
-  out.layout = c.layout;
-  out.ptype = c.ptype;
-  out.dec_width = c.dec_width;
-  out.fsl_size = c.fsl_size;
-  out.len = n;
+  Col out = shaped_like(c, n);
   if (c.layout == Layout::Null) {
     out.null_count = int64_t(n);
     return out;
@@ -161,12 +156,7 @@ Col concat_cols(std::vector<Col>& parts) {
       mismatch();
     total += p.len;
   }
-  Col out;
-  out.layout = f.layout;
-  out.ptype = f.ptype;
-  out.dec_width = f.dec_width;
-  out.fsl_size = f.fsl_size;
-  out.len = total;
+  Col out = shaped_like(f, total);
   switch (f.layout) {
     case Layout::Null: out.null_count = int64_t(total); return out;
     case Layout::Bool: {

@@ -139,15 +139,10 @@ bool bitpacked_decode_plus(const Node& n, uint64_t ref, Ctx& c, Col& out) {
   PType p = n.dtype->ptype;
   int width = ptype_width(p);
   uint64_t nchunks = (m.offset + n.len + 1023) / 1024;
-  const Buf& buf = n.buffers[0];
   // the words must be aligned to T for the kernels: the reader copies misaligned buffers
   // whose alignment exponent asks for it; a writer may declare less, so check here
-  const uint8_t* words = buf.data();
-  Buf aligned;
-  if (reinterpret_cast<uintptr_t>(words) % size_t(width)) {
-    aligned = copy_of(words, buf.len);
-    words = aligned.data();
-  }
+  const Buf aligned = aligned_to(n.buffers[0], size_t(width));
+  const uint8_t* words = aligned.data();
   Buf vals = alloc(size_t(nchunks * 1024) * size_t(width));
   with_uint_ptype(p, [&](auto t) {
     using T = decltype(t);
@@ -162,9 +157,7 @@ bool bitpacked_decode_plus(const Node& n, uint64_t ref, Ctx& c, Col& out) {
     }
   }
   size_t np = m.patches ? m.patches->nchildren() : 0;
-  out.validity = decode_validity(opt_child(n, np), n.len, c);
-  out.null_count = -1;
-  normalize_validity(out);
+  out = with_child_validity(std::move(out), n, np, c);
   return true;
 }
 
@@ -173,13 +166,8 @@ bool bitpacked_take_plus(const Node& n, const uint32_t* idx, size_t k, uint64_t 
   const auto& m = n.m<BitPackedMeta>();
   PType p = n.dtype->ptype;
   int width = ptype_width(p);
-  const Buf& buf = n.buffers[0];
-  const uint8_t* words = buf.data();
-  Buf aligned;
-  if (reinterpret_cast<uintptr_t>(words) % size_t(width)) {
-    aligned = copy_of(words, buf.len);
-    words = aligned.data();
-  }
+  const Buf aligned = aligned_to(n.buffers[0], size_t(width));
+  const uint8_t* words = aligned.data();
   Buf vals = alloc(k * size_t(width));
   int b = int(m.bit_width);
   with_uint_ptype(p, [&](auto t) {

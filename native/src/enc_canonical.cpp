@@ -7,14 +7,6 @@
 namespace vx {
 namespace {
 
-// A buffer the kernels read as `width`-byte values, copied when the wire left it misaligned
-// (a writer may declare an alignment exponent below the type's; the reader copies only
-// what the exponent asks for): typed loads of misaligned memory are undefined behaviour.
-Buf aligned_to(const Buf& b, size_t width) {
-  if (reinterpret_cast<uintptr_t>(b.ptr) % width == 0) return b;
-  return copy_of(b.ptr, b.len);
-}
-
 
 // -- vortex.null ------------------------------------------------------------------------------
 class NullEnc : public Encoding {
@@ -42,9 +34,9 @@ struct BoolMeta : MetaBase {
   uint32_t offset = 0;
 };
 
-class BoolEnc : public Encoding {
+class BoolEnc : public ChildValidityEncoding<0> {
  public:
-  BoolEnc() : Encoding("vortex.bool", true) {}
+  BoolEnc() : ChildValidityEncoding("vortex.bool", true) {}
   void check_dtype(const DType& d) const override {
     if (d.kind != Kind::Bool) malformed("vortex.bool cannot hold ", dtype_repr(d));
   }
@@ -69,22 +61,15 @@ class BoolEnc : public Encoding {
     const Buf& b = n.buffers[0];
     if (off == 0) out.values = b.slice(0, size_t((n.len + 7) >> 3));
     else out.values = bitmap_from(b.data(), off, n.len);
-    out.validity = decode_validity(opt_child(n, 0), n.len, c);
-    out.null_count = -1;
-    normalize_validity(out);
-    return out;
-  }
-  bool validity(const Node& n, Buf& out, Ctx& c) const override {
-    out = decode_validity(opt_child(n, 0), n.len, c);
-    return true;
+    return with_own_validity(std::move(out), n, c);
   }
 };
 REGISTER_ENCODING(BoolEnc);
 
 // -- vortex.primitive -------------------------------------------------------------------------
-class PrimitiveEnc : public Encoding {
+class PrimitiveEnc : public ChildValidityEncoding<0> {
  public:
-  PrimitiveEnc() : Encoding("vortex.primitive", true) {}
+  PrimitiveEnc() : ChildValidityEncoding("vortex.primitive", true) {}
   void check_dtype(const DType& d) const override {
     if (d.kind != Kind::Primitive) malformed("vortex.primitive cannot hold ", dtype_repr(d));
   }
@@ -98,14 +83,7 @@ class PrimitiveEnc : public Encoding {
   }
   Col decode(const Node& n, Ctx& c) const override {
     Col out = prim_col(n.dtype->ptype, aligned_to(n.buffers[0], size_t(ptype_width(n.dtype->ptype))), n.len);
-    out.validity = decode_validity(opt_child(n, 0), n.len, c);
-    out.null_count = -1;
-    normalize_validity(out);
-    return out;
-  }
-  bool validity(const Node& n, Buf& out, Ctx& c) const override {
-    out = decode_validity(opt_child(n, 0), n.len, c);
-    return true;
+    return with_own_validity(std::move(out), n, c);
   }
   bool take(const Node& n, const uint32_t* idx, size_t k, Col& out, Ctx& c) const override {
     Col full = prim_col(n.dtype->ptype, aligned_to(n.buffers[0], size_t(ptype_width(n.dtype->ptype))), n.len);
@@ -138,9 +116,9 @@ struct DecimalMeta : MetaBase {
   int width = 16;
 };
 
-class DecimalEnc : public Encoding {
+class DecimalEnc : public ChildValidityEncoding<0> {
  public:
-  DecimalEnc() : Encoding("vortex.decimal", true) {}
+  DecimalEnc() : ChildValidityEncoding("vortex.decimal", true) {}
   void check_dtype(const DType& d) const override {
     if (d.kind != Kind::Decimal) malformed("vortex.decimal cannot hold ", dtype_repr(d));
   }
@@ -179,14 +157,7 @@ class DecimalEnc : public Encoding {
         if (tw > cw) std::memset(d + cw, fillb, size_t(tw - cw));
       }
     }
-    out.validity = decode_validity(opt_child(n, 0), n.len, c);
-    out.null_count = -1;
-    normalize_validity(out);
-    return out;
-  }
-  bool validity(const Node& n, Buf& out, Ctx& c) const override {
-    out = decode_validity(opt_child(n, 0), n.len, c);
-    return true;
+    return with_own_validity(std::move(out), n, c);
   }
 };
 REGISTER_ENCODING(DecimalEnc);
@@ -270,9 +241,9 @@ struct VarBinMeta : MetaBase {
   PType offsets = PType::I32;
 };
 
-class VarBinEnc : public Encoding {
+class VarBinEnc : public ChildValidityEncoding<1> {
  public:
-  VarBinEnc() : Encoding("vortex.varbin", true) {}
+  VarBinEnc() : ChildValidityEncoding("vortex.varbin", true) {}
   void check_dtype(const DType& d) const override {
     if (!d.is_string_like()) malformed("vortex.varbin cannot hold ", dtype_repr(d));
   }
@@ -294,22 +265,15 @@ class VarBinEnc : public Encoding {
     out.offsets = arrow_offsets(offs, n.buffers[0].len, "vortex.varbin", &first);
     uint64_t last = n.len + 1 ? uint64_t(out.offsets.as<int32_t>()[n.len]) : 0;
     out.values = n.buffers[0].slice(size_t(first), size_t(last));
-    out.validity = decode_validity(opt_child(n, 1), n.len, c);
-    out.null_count = -1;
-    normalize_validity(out);
-    return out;
-  }
-  bool validity(const Node& n, Buf& out, Ctx& c) const override {
-    out = decode_validity(opt_child(n, 1), n.len, c);
-    return true;
+    return with_own_validity(std::move(out), n, c);
   }
 };
 REGISTER_ENCODING(VarBinEnc);
 
 // -- vortex.varbinview ------------------------------------------------------------------------
-class VarBinViewEnc : public Encoding {
+class VarBinViewEnc : public ChildValidityEncoding<0> {
  public:
-  VarBinViewEnc() : Encoding("vortex.varbinview", true) {}
+  VarBinViewEnc() : ChildValidityEncoding("vortex.varbinview", true) {}
   void check_dtype(const DType& d) const override {
     if (!d.is_string_like()) malformed("vortex.varbinview cannot hold ", dtype_repr(d));
   }
@@ -338,14 +302,7 @@ class VarBinViewEnc : public Encoding {
     out.values = views;
     if (reinterpret_cast<uintptr_t>(views.ptr) & 15) out.values = copy_of(views.ptr, views.len);
     for (size_t i = 0; i < nd; i++) out.data.push_back(n.buffers[i]);
-    out.validity = decode_validity(opt_child(n, 0), n.len, c);
-    out.null_count = -1;
-    normalize_validity(out);
-    return out;
-  }
-  bool validity(const Node& n, Buf& out, Ctx& c) const override {
-    out = decode_validity(opt_child(n, 0), n.len, c);
-    return true;
+    return with_own_validity(std::move(out), n, c);
   }
 };
 REGISTER_ENCODING(VarBinViewEnc);

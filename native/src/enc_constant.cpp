@@ -36,7 +36,10 @@ class ConstantEnc : public Encoding {
     out = n.m<ConstMeta>().value.null ? bitmap_alloc(n.len, false) : Buf();
     return true;
   }
-  bool compare(const Node& n, const Lit& v, Op op, Mask& out, Ctx& c) const override {
+  // every row answers as the one value does under `kernel` (a Mask of a column of one row);
+  // a null value answers null. False on no rows.
+  template <class K>
+  static bool answer_all(const Node& n, Mask& out, Ctx& c, K&& kernel) {
     const Scalar& s = n.m<ConstMeta>().value;
     if (s.null) {
       out = mask_null(n.len);
@@ -44,22 +47,15 @@ class ConstantEnc : public Encoding {
     }
     if (n.len == 0) return false;
     Col one = repeat_scalar(s, *n.dtype, 1, c);
-    Mask m = compare_col(one, n.dtype->storage(), v, op);
-    bool ans = get_bit(m.vals.data(), 0);
-    out = mask_const(n.len, ans);
-    return true;
-  }
-  bool is_in(const Node& n, const std::vector<Lit>& v, Mask& out, Ctx& c) const override {
-    const Scalar& s = n.m<ConstMeta>().value;
-    if (s.null) {
-      out = mask_null(n.len);
-      return true;
-    }
-    if (n.len == 0) return false;
-    Col one = repeat_scalar(s, *n.dtype, 1, c);
-    Mask m = is_in_col(one, n.dtype->storage(), v);
+    Mask m = kernel(one);
     out = mask_const(n.len, get_bit(m.vals.data(), 0));
     return true;
+  }
+  bool compare(const Node& n, const Lit& v, Op op, Mask& out, Ctx& c) const override {
+    return answer_all(n, out, c, [&](const Col& one) { return compare_col(one, n.dtype->storage(), v, op); });
+  }
+  bool is_in(const Node& n, const std::vector<Lit>& v, Mask& out, Ctx& c) const override {
+    return answer_all(n, out, c, [&](const Col& one) { return is_in_col(one, n.dtype->storage(), v); });
   }
   bool take(const Node& n, const uint32_t*, size_t k, Col& out, Ctx& c) const override {
     out = repeat_scalar(n.m<ConstMeta>().value, *n.dtype, k, c);

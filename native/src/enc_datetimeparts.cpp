@@ -118,17 +118,6 @@ inline i128 floor_div(i128 x, i128 y) {
   return q;
 }
 
-inline bool cmp_op(int64_t a, int64_t b, Op op) {
-  switch (op) {
-    case Op::Eq: return a == b;
-    case Op::Neq: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Lte: return a <= b;
-    case Op::Gt: return a > b;
-    default: return a >= b;
-  }
-}
-
 class DateTimePartsEnc : public Encoding {
  public:
   DateTimePartsEnc() : Encoding("vortex.datetimeparts") {}
@@ -248,7 +237,7 @@ class DateTimePartsEnc : public Encoding {
       combine_into(parts[0], secs, subs, d, k, t);
       const int64_t lit = int64_t(value);
       for (size_t i = 0; i < k; i++)
-        if (cmp_op(int64_t(t[i]), lit, op)) set_bit(res.ptr, rows[i]);
+        if (op_holds(int64_t(t[i]), lit, op)) set_bit(res.ptr, rows[i]);
     }
     bitmap_clear_tail(res.ptr, len);
     out = with_validity(res, below.valid, len);

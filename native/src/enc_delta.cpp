@@ -97,9 +97,9 @@ struct ChunkDecoder {
   }
 };
 
-class DeltaEnc : public Encoding {
+class DeltaEnc : public ChildValidityEncoding<2> {
  public:
-  DeltaEnc() : Encoding("fastlanes.delta") {}
+  DeltaEnc() : ChildValidityEncoding("fastlanes.delta") {}
   void check_dtype(const DType& d) const override {
     if (!d.is_int()) malformed("fastlanes.delta cannot hold ", dtype_repr(d));
   }
@@ -143,16 +143,9 @@ class DeltaEnc : public Encoding {
       for (uint64_t ch = c0; ch < c1; ch++) dec.chunk(ch, out + (ch - c0) * 1024);
     });
     Col out = prim_col(p, n.len ? vals.slice((m.offset - c0 * 1024) * width, size_t(n.len) * width) : Buf(), n.len);
-    out.validity = decode_validity(opt_child(n, 2), n.len, c);
-    out.null_count = -1;
-    normalize_validity(out);
-    return out;
+    return with_own_validity(std::move(out), n, c);
   }
 
-  bool validity(const Node& n, Buf& out, Ctx& c) const override {
-    out = decode_validity(opt_child(n, 2), n.len, c);
-    return true;
-  }
 
   // only the chunks holding the (sorted) rows are decoded
   bool take(const Node& n, const uint32_t* idx, size_t k, Col& out, Ctx& c) const override {

@@ -108,31 +108,30 @@ Col gather(const Col& values, const Col& codes, const DType& d, Ctx& c) {
     const C* cd = codes.vals<C>();
     bool all_in = codes_in_range<C>(cd, k, nv, cvalid);
     auto code = [&](uint64_t i) { return code_at<C>(cd, i, nv, all_in); };
+    // the views (16 bytes a row) of the codes, sharing the data buffers of `views`
+    auto gather_views = [&](const Col& views) {
+      out = views;
+      out.len = k;
+      out.values = alloc(size_t(16 * k));
+      const uint8_t* vs = views.values.data();
+      for (uint64_t i = 0; i < k; i++) std::memcpy(out.values.ptr + 16 * i, vs + 16 * code(i), 16);
+    };
     switch (values.layout) {
       case Layout::Prim: {
         int w = ptype_width(values.ptype);
         out = prim_col(values.ptype, alloc(size_t(k) * size_t(w)), k);
-        auto g = [&](auto t) {
+        with_uint_ptype(values.ptype, [&](auto t) {
           using T = decltype(t);
           const T* s = values.vals<T>();
           T* o = out.values.mut<T>();
           for (uint64_t i = 0; i < k; i++) o[i] = s[code(i)];
-        };
-        if (w == 1) g(uint8_t{});
-        else if (w == 2) g(uint16_t{});
-        else if (w == 4) g(uint32_t{});
-        else g(uint64_t{});
+        });
         break;
       }
       case Layout::String: {
         const int32_t* so = values.offsets.as<int32_t>();
         if (c.string_view) {
-          Col views = to_views(values);
-          out = views;
-          out.len = k;
-          out.values = alloc(size_t(16 * k));
-          const uint8_t* vs = views.values.data();
-          for (uint64_t i = 0; i < k; i++) std::memcpy(out.values.ptr + 16 * i, vs + 16 * code(i), 16);
+          gather_views(to_views(values));
           break;
         }
         int32_t longest = 0;
@@ -229,11 +228,7 @@ Col gather(const Col& values, const Col& codes, const DType& d, Ctx& c) {
         break;
       }
       case Layout::View: {
-        out = values;
-        out.len = k;
-        out.values = alloc(size_t(16 * k));
-        const uint8_t* vs = values.values.data();
-        for (uint64_t i = 0; i < k; i++) std::memcpy(out.values.ptr + 16 * i, vs + 16 * code(i), 16);
+        gather_views(values);
         break;
       }
       default: {

@@ -49,9 +49,9 @@ Buf list_offsets(const Col& offs, uint64_t nel, const char* what) {
   return out;
 }
 
-class ListEnc : public Encoding {
+class ListEnc : public ChildValidityEncoding<2> {
  public:
-  ListEnc() : Encoding("vortex.list", true) {}
+  ListEnc() : ChildValidityEncoding("vortex.list", true) {}
   void check_dtype(const DType& d) const override {
     if (d.kind != Kind::List) malformed("vortex.list cannot hold ", dtype_repr(d));
   }
@@ -84,14 +84,7 @@ class ListEnc : public Encoding {
     out.len = n.len;
     out.offsets = std::move(offs);
     out.children.push_back(std::move(elems));
-    out.validity = decode_validity(opt_child(n, 2), n.len, c);
-    out.null_count = -1;
-    normalize_validity(out);
-    return out;
-  }
-  bool validity(const Node& n, Buf& out, Ctx& c) const override {
-    out = decode_validity(opt_child(n, 2), n.len, c);
-    return true;
+    return with_own_validity(std::move(out), n, c);
   }
   // the selected rows' elements taken from the (still encoded) elements child
   bool take(const Node& n, const uint32_t* idx, size_t k, Col& out, Ctx& c) const override {
@@ -141,9 +134,9 @@ void ints_as_i64(const Col& col, int64_t* dst) {
   });
 }
 
-class ListViewEnc : public Encoding {
+class ListViewEnc : public ChildValidityEncoding<3> {
  public:
-  ListViewEnc() : Encoding("vortex.listview", true) {}
+  ListViewEnc() : ChildValidityEncoding("vortex.listview", true) {}
   void check_dtype(const DType& d) const override {
     if (d.kind != Kind::List) malformed("vortex.listview cannot hold ", dtype_repr(d));
   }
@@ -223,22 +216,15 @@ class ListViewEnc : public Encoding {
       }
       out.children.push_back(take_col(elems, p, size_t(total)));
     }
-    out.validity = decode_validity(opt_child(n, 3), len, c);
-    out.null_count = -1;
-    normalize_validity(out);
-    return out;
-  }
-  bool validity(const Node& n, Buf& out, Ctx& c) const override {
-    out = decode_validity(opt_child(n, 3), n.len, c);
-    return true;
+    return with_own_validity(std::move(out), n, c);
   }
 };
 REGISTER_ENCODING(ListViewEnc);
 
 // -- vortex.fixed_size_list -------------------------------------------------------------------
-class FixedSizeListEnc : public Encoding {
+class FixedSizeListEnc : public ChildValidityEncoding<1> {
  public:
-  FixedSizeListEnc() : Encoding("vortex.fixed_size_list", true) {}
+  FixedSizeListEnc() : ChildValidityEncoding("vortex.fixed_size_list", true) {}
   void check_dtype(const DType& d) const override {
     if (d.kind != Kind::FixedSizeList) malformed("vortex.fixed_size_list cannot hold ", dtype_repr(d));
   }
@@ -257,14 +243,7 @@ class FixedSizeListEnc : public Encoding {
     out.fsl_size = n.dtype->size;
     out.len = n.len;
     out.children.push_back(std::move(elems));
-    out.validity = decode_validity(opt_child(n, 1), n.len, c);
-    out.null_count = -1;
-    normalize_validity(out);
-    return out;
-  }
-  bool validity(const Node& n, Buf& out, Ctx& c) const override {
-    out = decode_validity(opt_child(n, 1), n.len, c);
-    return true;
+    return with_own_validity(std::move(out), n, c);
   }
   bool take(const Node& n, const uint32_t* idx, size_t k, Col& out, Ctx& c) const override {
     const uint64_t size = n.dtype->size;

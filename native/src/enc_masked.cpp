@@ -16,9 +16,9 @@ Buf and_bits(const Buf& a, const Buf& b, uint64_t n) {
 }
 
 // -- vortex.masked ----------------------------------------------------------------------------
-class MaskedEnc : public Encoding {
+class MaskedEnc : public ChildValidityEncoding<1> {
  public:
-  MaskedEnc() : Encoding("vortex.masked") {}
+  MaskedEnc() : ChildValidityEncoding("vortex.masked") {}
   void child_specs(Node& n, Tree& t) const override {
     if (n.dtype->storage().kind == Kind::Null) malformed("the Null dtype is always nullable");
     n.specs.push_back({t.dtypes.with_nullable(n.dtype, false), n.len});
@@ -33,10 +33,6 @@ class MaskedEnc : public Encoding {
     col.null_count = -1;
     normalize_validity(col);
     return col;
-  }
-  bool validity(const Node& n, Buf& out, Ctx& c) const override {
-    out = decode_validity(opt_child(n, 1), n.len, c);
-    return true;
   }
   bool int_bounds(const Node& n, i128& lo, i128& hi, Ctx& c) const override {
     const Node& ch = n.child(0);
@@ -72,9 +68,9 @@ class MaskedEnc : public Encoding {
 REGISTER_ENCODING(MaskedEnc);
 
 // -- vortex.bytebool --------------------------------------------------------------------------
-class ByteBoolEnc : public Encoding {
+class ByteBoolEnc : public ChildValidityEncoding<0> {
  public:
-  ByteBoolEnc() : Encoding("vortex.bytebool") {}
+  ByteBoolEnc() : ChildValidityEncoding("vortex.bytebool") {}
   void check_dtype(const DType& d) const override {
     if (d.kind != Kind::Bool) malformed("vortex.bytebool holds booleans, not ", dtype_repr(d));
   }
@@ -105,14 +101,7 @@ class ByteBoolEnc : public Encoding {
     }
     for (uint64_t i = full << 3; i < len; i++)
       if (src[i]) set_bit(bits, i);
-    out.validity = decode_validity(opt_child(n, 0), len, c);
-    out.null_count = -1;
-    normalize_validity(out);
-    return out;
-  }
-  bool validity(const Node& n, Buf& out, Ctx& c) const override {
-    out = decode_validity(opt_child(n, 0), n.len, c);
-    return true;
+    return with_own_validity(std::move(out), n, c);
   }
 };
 REGISTER_ENCODING(ByteBoolEnc);

@@ -112,10 +112,7 @@ class OnPairEnc : public Encoding {
     out.len = n.len;
     out.offsets = offs;
     out.values = data.slice(0, size_t(total));
-    out.validity = decode_validity(opt_child(n, 4), n.len, c);
-    out.null_count = -1;
-    normalize_validity(out);
-    return out;
+    return with_child_validity(std::move(out), n, 4, c);
   }
 
   static Buf decompress(const Buf& blob, const Col& dofs, const Col& codes, uint64_t lo, uint64_t hi,

@@ -40,16 +40,6 @@ Op flip(Op op) {
     default: return op;
   }
 }
-bool cmp(i128 a, i128 b, Op op) {
-  switch (op) {
-    case Op::Eq: return a == b;
-    case Op::Neq: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Lte: return a <= b;
-    case Op::Gt: return a > b;
-    default: return a >= b;
-  }
-}
 
 class SequenceEnc : public Encoding {
  public:
@@ -125,7 +115,7 @@ class SequenceEnc : public Encoding {
     *inside = true;
     if (mult == 0) {
       *a = 0;
-      *b = cmp(base, v, op) ? n.len : 0;
+      *b = op_holds(base, v, op) ? n.len : 0;
       return;
     }
     // values increase: the first row >= v and the first row > v

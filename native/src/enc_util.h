@@ -1,6 +1,8 @@
 // Helpers shared by the native encodings (the native twin of encodings/_common.py).
 #pragma once
 
+#include <cstdlib>
+
 #include "kernels.h"
 #include "proto.h"
 
@@ -19,6 +21,40 @@ inline const Buf& typed_buffer(const Node& n, size_t i, uint64_t count, int widt
   if (b.len < need)
     malformed(n.enc_id, ": buffer of ", b.len, " bytes is too short for ", count, " x ", tname);
   return b;
+}
+
+// `out` given the validity of `n`'s optional validity child `k` (the tail of a canonical
+// decode: the null count left to be counted).
+inline Col with_child_validity(Col out, const Node& n, size_t k, Ctx& c) {
+  out.validity = decode_validity(opt_child(n, k), n.len, c);
+  out.null_count = -1;
+  normalize_validity(out);
+  return out;
+}
+
+// The base of an encoding whose validity is its optional child K (validity_spec(n, K, ...)):
+// validity() reads that child alone, without the values.
+template <size_t K>
+class ChildValidityEncoding : public Encoding {
+ public:
+  using Encoding::Encoding;
+  bool validity(const Node& n, Buf& out, Ctx& c) const override {
+    out = decode_validity(opt_child(n, K), n.len, c);
+    return true;
+  }
+
+ protected:
+  static Col with_own_validity(Col out, const Node& n, Ctx& c) {
+    return with_child_validity(std::move(out), n, K, c);
+  }
+};
+
+// A buffer the kernels read as `width`-byte values, copied when the wire left it misaligned
+// (a writer may declare an alignment exponent below the type's; the reader copies only
+// what the exponent asks for): typed loads of misaligned memory are undefined behaviour.
+inline Buf aligned_to(const Buf& b, size_t width) {
+  if (reinterpret_cast<uintptr_t>(b.ptr) % width == 0) return b;
+  return copy_of(b.ptr, b.len);
 }
 
 template <class M>

@@ -62,7 +62,13 @@ Buf words_of(const Buf& b, uint64_t n) {
 }
 }  // namespace
 
-Mask mask_and(const Mask& a, const Mask& b) {
+namespace {
+// mask_and (And) or mask_or, word-wise. A result is valid where both sides are, or where
+// one valid side decides it alone (a false for AND, a true for OR):
+//   AND: valid = (a_ok & b_ok) | (a_ok & ~av) | (b_ok & ~bv); vals = av & bv & valid
+//   OR:  valid = (a_ok & b_ok) | (a_ok & av) | (b_ok & bv);   vals = (av | bv) & valid
+template <bool And>
+Mask mask_combine(const Mask& a, const Mask& b) {
   uint64_t n = a.len;
   size_t words = size_t((n + 63) / 64);
   Buf av = words_of(a.vals, n), bv = words_of(b.vals, n);
@@ -73,7 +79,7 @@ Mask mask_and(const Mask& a, const Mask& b) {
   const uint64_t* x = av.as<uint64_t>();
   const uint64_t* y = bv.as<uint64_t>();
   if (a.valid.empty() && b.valid.empty()) {
-    for (size_t i = 0; i < words; i++) o[i] = x[i] & y[i];
+    for (size_t i = 0; i < words; i++) o[i] = And ? x[i] & y[i] : x[i] | y[i];
     bitmap_clear_tail(m.vals.ptr, n);
     return m;
   }
@@ -86,49 +92,19 @@ Mask mask_and(const Mask& a, const Mask& b) {
   m.valid = alloc(bitmap_bytes(n));
   uint64_t* v = m.valid.mut<uint64_t>();
   for (size_t i = 0; i < words; i++) {
-    // valid = (a_ok & b_ok) | (a_ok & ~av) | (b_ok & ~bv); vals = av & bv & valid
-    uint64_t val = (p[i] & q[i]) | (p[i] & ~x[i]) | (q[i] & ~y[i]);
+    uint64_t xd = And ? ~x[i] : x[i], yd = And ? ~y[i] : y[i];  // the deciding values
+    uint64_t val = (p[i] & q[i]) | (p[i] & xd) | (q[i] & yd);
     v[i] = val;
-    o[i] = x[i] & y[i] & val;
+    o[i] = (And ? x[i] & y[i] : x[i] | y[i]) & val;
   }
   bitmap_clear_tail(m.vals.ptr, n);
   bitmap_clear_tail(m.valid.ptr, n);
   return m;
 }
+}  // namespace
 
-Mask mask_or(const Mask& a, const Mask& b) {
-  uint64_t n = a.len;
-  size_t words = size_t((n + 63) / 64);
-  Buf av = words_of(a.vals, n), bv = words_of(b.vals, n);
-  Mask m;
-  m.len = n;
-  m.vals = alloc(bitmap_bytes(n));
-  uint64_t* o = m.vals.mut<uint64_t>();
-  const uint64_t* x = av.as<uint64_t>();
-  const uint64_t* y = bv.as<uint64_t>();
-  if (a.valid.empty() && b.valid.empty()) {
-    for (size_t i = 0; i < words; i++) o[i] = x[i] | y[i];
-    bitmap_clear_tail(m.vals.ptr, n);
-    return m;
-  }
-  Buf ones;
-  if (a.valid.empty() || b.valid.empty()) ones = bitmap_alloc(n, true);
-  Buf aok = a.valid.empty() ? ones : words_of(a.valid, n);
-  Buf bok = b.valid.empty() ? ones : words_of(b.valid, n);
-  const uint64_t* p = aok.as<uint64_t>();
-  const uint64_t* q = bok.as<uint64_t>();
-  m.valid = alloc(bitmap_bytes(n));
-  uint64_t* v = m.valid.mut<uint64_t>();
-  for (size_t i = 0; i < words; i++) {
-    // valid = (a_ok & b_ok) | (a_ok & av) | (b_ok & bv)
-    uint64_t val = (p[i] & q[i]) | (p[i] & x[i]) | (q[i] & y[i]);
-    v[i] = val;
-    o[i] = (x[i] | y[i]) & val;
-  }
-  bitmap_clear_tail(m.vals.ptr, n);
-  bitmap_clear_tail(m.valid.ptr, n);
-  return m;
-}
+Mask mask_and(const Mask& a, const Mask& b) { return mask_combine<true>(a, b); }
+Mask mask_or(const Mask& a, const Mask& b) { return mask_combine<false>(a, b); }
 
 Mask mask_not(const Mask& a) {
   uint64_t n = a.len;
@@ -151,25 +127,38 @@ Mask mask_not(const Mask& a) {
   return m;
 }
 
-std::vector<uint32_t> mask_positions(const Mask& m) {
-  uint64_t n = m.len;
-  Buf v = words_of(m.vals, n);
-  Buf ok;
-  if (!m.valid.empty()) ok = words_of(m.valid, n);
-  const uint64_t* x = v.as<uint64_t>();
-  const uint64_t* p = ok.empty() ? nullptr : ok.as<uint64_t>();
-  size_t words = size_t((n + 63) / 64);
-  uint64_t total = 0;
-  for (size_t i = 0; i < words; i++) {
-    uint64_t w = x[i] & (p ? p[i] : ~uint64_t(0));
-    if (i + 1 == words && (n & 63)) w &= (uint64_t(1) << (n & 63)) - 1;
-    total += uint64_t(__builtin_popcountll(w));
+namespace {
+// The rows a mask keeps (true and valid), a word at a time (the bits past len cleared).
+struct KeptWords {
+  uint64_t n;
+  size_t words;
+  Buf v, ok;
+  const uint64_t* x;
+  const uint64_t* p;
+  explicit KeptWords(const Mask& m) : n(m.len), words(size_t((n + 63) / 64)), v(words_of(m.vals, n)) {
+    if (!m.valid.empty()) ok = words_of(m.valid, n);
+    x = v.as<uint64_t>();
+    p = ok.empty() ? nullptr : ok.as<uint64_t>();
   }
-  std::vector<uint32_t> out(static_cast<size_t>(total));
-  uint32_t* o = out.data();
-  for (size_t i = 0; i < words; i++) {
+  uint64_t word(size_t i) const {
     uint64_t w = x[i] & (p ? p[i] : ~uint64_t(0));
     if (i + 1 == words && (n & 63)) w &= (uint64_t(1) << (n & 63)) - 1;
+    return w;
+  }
+  uint64_t count() const {
+    uint64_t total = 0;
+    for (size_t i = 0; i < words; i++) total += uint64_t(__builtin_popcountll(word(i)));
+    return total;
+  }
+};
+}  // namespace
+
+std::vector<uint32_t> mask_positions(const Mask& m) {
+  KeptWords k(m);
+  std::vector<uint32_t> out(static_cast<size_t>(k.count()));
+  uint32_t* o = out.data();
+  for (size_t i = 0; i < k.words; i++) {
+    uint64_t w = k.word(i);
     while (w) {
       *o++ = uint32_t(i * 64 + uint64_t(__builtin_ctzll(w)));
       w &= w - 1;
@@ -178,22 +167,7 @@ std::vector<uint32_t> mask_positions(const Mask& m) {
   return out;
 }
 
-uint64_t mask_count(const Mask& m) {
-  uint64_t n = m.len;
-  Buf v = words_of(m.vals, n);
-  Buf ok;
-  if (!m.valid.empty()) ok = words_of(m.valid, n);
-  const uint64_t* x = v.as<uint64_t>();
-  const uint64_t* p = ok.empty() ? nullptr : ok.as<uint64_t>();
-  size_t words = size_t((n + 63) / 64);
-  uint64_t total = 0;
-  for (size_t i = 0; i < words; i++) {
-    uint64_t w = x[i] & (p ? p[i] : ~uint64_t(0));
-    if (i + 1 == words && (n & 63)) w &= (uint64_t(1) << (n & 63)) - 1;
-    total += uint64_t(__builtin_popcountll(w));
-  }
-  return total;
-}
+uint64_t mask_count(const Mask& m) { return KeptWords(m).count(); }
 
 // -- decoding dispatch --------------------------------------------------------------------------
 
@@ -413,18 +387,6 @@ float double_to_float(double v) {
   return float(v);
 }
 
-template <class T, class L>
-inline bool cmp(T a, L b, Op op) {
-  switch (op) {
-    case Op::Eq: return a == b;
-    case Op::Neq: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Lte: return a <= b;
-    case Op::Gt: return a > b;
-    default: return a >= b;
-  }
-}
-
 // out bit i = pred(i), for i < n (out has whole words)
 template <class P>
 void fill_bits(uint8_t* out, uint64_t n, P&& pred) {
@@ -520,7 +482,7 @@ Mask compare_col(const Col& col, const DType& d, const Lit& v, Op op) {
           float l = half_to_float(double_to_half(lit));
           const uint16_t* h = col.vals<uint16_t>();
           bits = alloc_zeroed(bitmap_bytes(n));
-          fill_bits(bits.ptr, n, [&](uint64_t i) { return cmp(half_to_float(h[i]), l, op); });
+          fill_bits(bits.ptr, n, [&](uint64_t i) { return op_holds(half_to_float(h[i]), l, op); });
         }
       }
       break;
@@ -530,7 +492,7 @@ Mask compare_col(const Col& col, const DType& d, const Lit& v, Op op) {
       const uint8_t* b = col.values.data();
       bool lit = v.b;
       bits = alloc_zeroed(bitmap_bytes(n));
-      fill_bits(bits.ptr, n, [&](uint64_t i) { return cmp(get_bit(b, i), lit, op); });
+      fill_bits(bits.ptr, n, [&](uint64_t i) { return op_holds(get_bit(b, i), lit, op); });
       break;
     }
     case Layout::String:
@@ -549,7 +511,7 @@ Mask compare_col(const Col& col, const DType& d, const Lit& v, Op op) {
       } else {
         fill_bits(bits.ptr, n, [&](uint64_t i) {
           Bytes s = str_at(col, i);
-          return cmp(compare_bytes(s.p, s.n, lp, ln), 0, op);
+          return op_holds(compare_bytes(s.p, s.n, lp, ln), 0, op);
         });
       }
       break;
@@ -559,10 +521,10 @@ Mask compare_col(const Col& col, const DType& d, const Lit& v, Op op) {
       bits = alloc_zeroed(bitmap_bytes(n));
       if (col.dec_width == 16) {
         const uint8_t* base = col.values.data();
-        fill_bits(bits.ptr, n, [&](uint64_t i) { return cmp(load<i128>(base + 16 * i), v.i, op); });
+        fill_bits(bits.ptr, n, [&](uint64_t i) { return op_holds(load<i128>(base + 16 * i), v.i, op); });
       } else {
         const uint8_t* base = col.values.data();
-        fill_bits(bits.ptr, n, [&](uint64_t i) { return cmp(cmp256(base + 32 * i, v.i), 0, op); });
+        fill_bits(bits.ptr, n, [&](uint64_t i) { return op_holds(cmp256(base + 32 * i, v.i), 0, op); });
       }
       break;
     }
@@ -741,12 +703,7 @@ Buf take_bits(const uint8_t* bits, const uint32_t* idx, size_t k) {
 }
 
 Col take_col(const Col& col, const uint32_t* idx, size_t k) {
-  Col o;
-  o.layout = col.layout;
-  o.ptype = col.ptype;
-  o.dec_width = col.dec_width;
-  o.fsl_size = col.fsl_size;
-  o.len = k;
+  Col o = shaped_like(col, k);
   if (col.layout == Layout::Null) {
     o.null_count = int64_t(k);
     return o;
@@ -761,16 +718,12 @@ Col take_col(const Col& col, const uint32_t* idx, size_t k) {
     case Layout::Prim: {
       size_t w = size_t(ptype_width(col.ptype));
       o.values = alloc(k * w);
-      auto gather = [&](auto t) {
+      with_uint_ptype(col.ptype, [&](auto t) {
         using T = decltype(t);
         const T* s = col.vals<T>();
         T* d = o.values.mut<T>();
         for (size_t i = 0; i < k; i++) d[i] = s[idx[i]];
-      };
-      if (w == 1) gather(uint8_t{});
-      else if (w == 2) gather(uint16_t{});
-      else if (w == 4) gather(uint32_t{});
-      else gather(uint64_t{});
+      });
       break;
     }
     case Layout::Decimal: {

@@ -93,6 +93,19 @@ bool bound_answer(Op op, i128 lit, i128 lo, i128 hi, bool* answer);
 i128 ptype_min(PType p);
 i128 ptype_max(PType p);
 
+// `a op b` (Op a comparison).
+template <class T, class L>
+inline bool op_holds(T a, L b, Op op) {
+  switch (op) {
+    case Op::Eq: return a == b;
+    case Op::Neq: return a != b;
+    case Op::Lt: return a < b;
+    case Op::Lte: return a <= b;
+    case Op::Gt: return a > b;
+    default: return a >= b;
+  }
+}
+
 // Dispatch on an integer/float ptype: fn(T{}) with T the C++ type of p (f16 as uint16_t).
 template <class F>
 auto with_ptype(PType p, F&& fn) {

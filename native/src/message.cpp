@@ -61,7 +61,8 @@ std::vector<MsgOut> decode_messages(const std::vector<MsgIn>& in, const DType* r
     size_t i = task / per, f = task % per;
     if (out[i].error) return;
     Tree& t = *trees[i];
-    try {
+    // a NeedPython leaves the column null: Python decodes it
+    run_column_task([&] {
       const Node* node = t.root;
       const DType* d = root_;
       if (is_struct && t.root->enc && std::string_view(t.root->enc->id()) != "vortex.struct") {
@@ -102,15 +103,7 @@ std::vector<MsgOut> decode_messages(const std::vector<MsgIn>& in, const DType* r
       auto* a = new ArrowArray();
       export_col(std::move(col), a);
       out[i].cols[f] = a;
-    } catch (NeedPython&) {
-      // left null: Python decodes this column
-    } catch (Error& e) {
-      kinds[task] = int(e.kind);
-      errs[task] = e.msg;
-    } catch (std::bad_alloc&) {
-      kinds[task] = int(ErrKind::Limit);
-      errs[task] = "out of memory while decoding the message";
-    }
+    }, kinds[task], errs[task], "out of memory while decoding the message");
   });
   for (size_t i = 0; i < nm; i++) {
     if (out[i].error) continue;

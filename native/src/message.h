@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -53,5 +54,22 @@ using ColCheck = std::function<void(const Col&, const DType&)>;
 std::vector<MsgOut> decode_messages(const std::vector<MsgIn>& in, const DType* root, const Limits& lim,
                                     const std::vector<int>* fields, bool string_view, int threads,
                                     const ColCheck* check = nullptr);
+
+// One task of a parallel decode of messages: runs fn(), an Error's kind and message (or
+// running out of memory, as a Limit error with the message `oom`) going into `kind` and
+// `msg`; a NeedPython leaves them as they are (the column goes to Python).
+template <class F>
+void run_column_task(F&& fn, int& kind, std::string& msg, const char* oom) {
+  try {
+    fn();
+  } catch (NeedPython&) {
+  } catch (Error& e) {
+    kind = int(e.kind);
+    msg = e.msg;
+  } catch (std::bad_alloc&) {
+    kind = int(ErrKind::Limit);
+    msg = oom;
+  }
+}
 
 }  // namespace vx

@@ -70,6 +70,22 @@ nb::object array_capsule(ArrowArray* a) {
   return nb::steal(cap);
 }
 
+// The columns as capsules (None where Python decodes the column), each taken out of `arrays`
+// as its capsule takes it over.
+nb::list capsules_of(std::vector<ArrowArray*>& arrays) {
+  nb::list cols;
+  for (ArrowArray*& a : arrays) {
+    if (a) {
+      ArrowArray* x = a;
+      a = nullptr;
+      cols.append(array_capsule(x));
+    } else {
+      cols.append(nb::none());
+    }
+  }
+  return cols;
+}
+
 Limits limits_of(const std::vector<uint64_t>& v) {
   Limits l;
   if (v.size() != 7) throw std::invalid_argument("limits: 7 values expected");
@@ -106,22 +122,26 @@ i128 i128_of(nb::handle h) {
   return load<i128>(reinterpret_cast<const uint8_t*>(b.c_str()));
 }
 
-Lit lit_of(nb::handle h) {
+// A literal tuple (kind, value, ...) as L (Lit or PLit): `int_rest` reads what an integer
+// literal carries after its value.
+template <class L, class F>
+L lit_from(nb::handle h, F&& int_rest) {
   nb::tuple t = nb::borrow<nb::tuple>(h);
   std::string k = nb::cast<std::string>(t[0]);
-  Lit l;
+  L l;
   if (k == "i") {
-    l.kind = Lit::Int;
+    l.kind = L::Int;
     l.i = i128_of(t[1]);
+    int_rest(l, t);
   } else if (k == "f") {
-    l.kind = Lit::Float;
+    l.kind = L::Float;
     l.f = nb::cast<double>(t[1]);
   } else if (k == "b") {
-    l.kind = Lit::Bytes;
+    l.kind = L::Bytes;
     nb::bytes b = nb::borrow<nb::bytes>(t[1]);
     l.s.assign(b.c_str(), b.size());
   } else if (k == "o") {
-    l.kind = Lit::Bool;
+    l.kind = L::Bool;
     l.b = nb::cast<bool>(t[1]);
   } else {
     throw std::invalid_argument("bad literal kind");
@@ -129,29 +149,16 @@ Lit lit_of(nb::handle h) {
   return l;
 }
 
+Lit lit_of(nb::handle h) {
+  return lit_from<Lit>(h, [](Lit&, const nb::tuple&) {});
+}
+
+// a predicate literal: an integer also carries (frac, inf)
 PLit plit_of(nb::handle h) {
-  nb::tuple t = nb::borrow<nb::tuple>(h);
-  std::string k = nb::cast<std::string>(t[0]);
-  PLit l;
-  if (k == "i") {
-    l.kind = PLit::Int;
-    l.i = i128_of(t[1]);
+  return lit_from<PLit>(h, [](PLit& l, const nb::tuple& t) {
     l.frac = nb::cast<bool>(t[2]);
     l.inf = nb::cast<int>(t[3]);
-  } else if (k == "f") {
-    l.kind = PLit::Float;
-    l.f = nb::cast<double>(t[1]);
-  } else if (k == "b") {
-    l.kind = PLit::Bytes;
-    nb::bytes b = nb::borrow<nb::bytes>(t[1]);
-    l.s.assign(b.c_str(), b.size());
-  } else if (k == "o") {
-    l.kind = PLit::Bool;
-    l.b = nb::cast<bool>(t[1]);
-  } else {
-    throw std::invalid_argument("bad literal kind");
-  }
-  return l;
+  });
 }
 
 std::unique_ptr<Pred> pred_of(nb::handle h, int depth = 0) {
@@ -278,18 +285,7 @@ class Stream {
         res.append(nb::make_tuple(nb::str("err"), o.kind, nb::str(o.msg.c_str())));
         continue;
       }
-      nb::list cols;
-      bool handed_back = false;  // a column Python takes: it needs the selected rows
-      for (ArrowArray*& a : o.cols) {
-        handed_back |= a == nullptr;
-        if (a) {
-          ArrowArray* x = a;
-          a = nullptr;
-          cols.append(array_capsule(x));
-        } else {
-          cols.append(nb::none());
-        }
-      }
+      nb::list cols = capsules_of(o.cols);
       res.append(nb::make_tuple(nb::str("cols"), cols));
     }
     return res;
@@ -412,7 +408,8 @@ class Stream {
         ScanOut& o = out[i];
         if (o.state != ScanOut::Ok || (!o.all && o.pos.empty())) return;
         Tree& t = *trees[i];
-        try {
+        // a NeedPython leaves the column null: Python takes it
+        run_column_task([&] {
           const Node* node = field_node(t, out_fields[f]);
           if (!node || node->subtree_foreign) throw NeedPython();  // Python's, reached or not
           Ctx c(t.limits);
@@ -433,15 +430,7 @@ class Stream {
             export_col(std::move(col), a);
             o.cols[f] = a;
           }
-        } catch (NeedPython&) {
-          // left null: Python takes this column
-        } catch (Error& e) {
-          kinds[task] = int(e.kind);
-          errs[task] = e.msg;
-        } catch (std::bad_alloc&) {
-          kinds[task] = int(ErrKind::Limit);
-          errs[task] = "out of memory while scanning the message";
-        }
+        }, kinds[task], errs[task], "out of memory while scanning the message");
       });
       for (size_t i = 0; i < nm; i++) {
         if (out[i].state != ScanOut::Ok) continue;
@@ -467,18 +456,9 @@ class Stream {
         case ScanOut::Python: res.append(nb::make_tuple(nb::str("python"))); continue;
         default: break;
       }
-      nb::list cols;
-      bool handed_back = false;  // a column Python takes: it needs the selected rows
-      for (ArrowArray*& a : o.cols) {
-        handed_back |= a == nullptr;
-        if (a) {
-          ArrowArray* x = a;
-          a = nullptr;
-          cols.append(array_capsule(x));
-        } else {
-          cols.append(nb::none());
-        }
-      }
+      // a column Python takes (left null) needs the selected rows
+      bool handed_back = std::find(o.cols.begin(), o.cols.end(), nullptr) != o.cols.end();
+      nb::list cols = capsules_of(o.cols);
       nb::object pos = nb::none();
       uint64_t nsel = o.all ? in[i].rows : o.pos.size();
       if (!o.all && handed_back) pos = nb::bytes(reinterpret_cast<const char*>(o.pos.data()), o.pos.size() * 4);

@@ -132,7 +132,8 @@ bool skip(const Pred& p, const Tree& t) {
     }
     case Pred::CmpNull: return true;
     case Pred::Cmp:
-    case Pred::CmpConst: {
+    case Pred::CmpConst:
+    case Pred::In: {
       if (!p.prunable) return false;
       const Node* f = field_node(t, p.field);
       if (!f) throw NoPrune();
@@ -140,6 +141,11 @@ bool skip(const Pred& p, const Tree& t) {
       if (b.nulls && *b.nulls == f->len) return true;
       if (!b.lo || !b.hi) return false;
       const DType& st = f->dtype->storage();
+      if (p.kind == Pred::In) {
+        for (const PLit& v : p.plits)
+          if (!(gt0(cmp(*b.lo, v, st)) || lt0(cmp(*b.hi, v, st)))) return false;
+        return true;
+      }
       auto lo = cmp(*b.lo, p.plit, st), hi = cmp(*b.hi, p.plit, st);
       switch (p.prune_op) {
         case Op::Eq: return gt0(lo) || lt0(hi);        // v < lo or v > hi
@@ -149,18 +155,6 @@ bool skip(const Pred& p, const Tree& t) {
         case Op::Gt: return le0(hi);                   // hi <= v
         default: return lt0(hi);                       // hi < v
       }
-    }
-    case Pred::In: {
-      if (!p.prunable) return false;
-      const Node* f = field_node(t, p.field);
-      if (!f) throw NoPrune();
-      Bounds b = bounds(*f);
-      if (b.nulls && *b.nulls == f->len) return true;
-      if (!b.lo || !b.hi) return false;
-      const DType& st = f->dtype->storage();
-      for (const PLit& v : p.plits)
-        if (!(gt0(cmp(*b.lo, v, st)) || lt0(cmp(*b.hi, v, st)))) return false;
-      return true;
     }
     default: return false;
   }
