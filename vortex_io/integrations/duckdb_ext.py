@@ -29,7 +29,10 @@ its (internal) source protocol:
 - ``stream(columns, filters)`` for each scan: a ``vortex_io.scan(paths, columns=...,
   filter=..., string_view=True)`` (projection and filter pushdown on the encoded data;
   chunks pruned by their statistics; strings as ``string_view``, which DuckDB reads
-  natively) exported as an Arrow C stream. The files are read afresh by every query: a file
+  natively, and the string columns the first message dictionary-encodes as Arrow
+  dictionaries, ``read_dictionary=``: their codes and distinct values cross undecoded and
+  DuckDB groups, compares and LIKEs its dictionary vectors once per distinct value)
+  exported as an Arrow C stream. The files are read afresh by every query: a file
   rewritten between two queries is seen as it is now.
 
 ``EXPLAIN`` shows what was pushed under ``Filters:`` and ``Projections:`` of the
