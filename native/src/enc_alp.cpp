@@ -160,17 +160,6 @@ inline auto bits_of(F x) {
   return u;
 }
 
-inline bool cmp_op(double a, double b, Op op) {
-  switch (op) {
-    case Op::Eq: return a == b;
-    case Op::Neq: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Lte: return a <= b;
-    case Op::Gt: return a > b;
-    default: return a >= b;
-  }
-}
-
 struct AlpMeta : MetaBase {
   uint32_t e = 0, f = 0;
   std::optional<PatchesMeta> patches;
@@ -445,7 +434,7 @@ class AlpEnc : public Encoding {
     F lit;
     if (!lit_as<F>(v, &lit)) return false;
     Mask res = encoded_compare<F>(n, lit, op, c);
-    out = with_patches<F>(n, std::move(res), [&](F x) { return cmp_op(double(x), double(lit), op); }, c);
+    out = with_patches<F>(n, std::move(res), [&](F x) { return op_holds(double(x), double(lit), op); }, c);
     return true;
   }
   bool compare(const Node& n, const Lit& v, Op op, Mask& out, Ctx& c) const override {
