@@ -143,3 +143,23 @@ def test_lazily_built_field_failing_a_python_check():
     for sv in (False, True):
         ref = assert_same(data, string_view=sv, strict=False)
         assert ref[0] == "err"
+
+
+def test_nested_constant_lists_are_bounded_before_gathering():
+    """fuzz_scalar (out of memory, 2 GiB malloc): repeat_scalar of a null fixed-size list of
+    fixed-size lists gathered n x size x size element pointers before any limit was checked
+    (the sizes are read off the wire). The element count of a constant is now checked
+    against ``max_decoded_bytes`` first, in repeat_scalar and in the nested scalars_col.
+    (The minimized harness input: native/fuzz/regressions/fuzz_scalar/.)"""
+    import vortex_io as vio
+    from tests.native_util import outcome
+
+    inner = dt.FixedSizeList(dt.int8(True), 1 << 12, True)
+    d = dt.FixedSizeList(inner, 1 << 10, True)
+    data = our_array_stream(constant_array(None, 8, d))
+    lim = vio.ReaderLimits(max_decoded_bytes=1 << 20)
+    assert outcome(data, native=True, limits=lim) == outcome(data, native=False, limits=lim) \
+        == ("err", vio.LimitExceededError)
+    small = our_array_stream(constant_array(None, 3, dt.FixedSizeList(dt.FixedSizeList(
+        dt.int8(True), 4, True), 5, True)))
+    assert_same(small)

@@ -184,8 +184,19 @@ static Col scalars_col(const std::vector<const Scalar*>& v, const DType& d, Ctx&
     case Kind::List:
     case Kind::FixedSizeList: {
       bool fsl = st.kind == Kind::FixedSizeList;
+      // the elements, counted (and bounded: each costs at least a byte of output, and a
+      // pointer here) before any is gathered: a nested constant multiplies the counts
+      uint64_t elems = 0;
+      if (fsl) {
+        elems = sat_mul(n, uint64_t(st.size));
+      } else {
+        for (uint64_t i = 0; i < n; i++)
+          if (!v[i]->null) elems = sat_add(elems, uint64_t(v[i]->items.size()));
+      }
+      check_decoded(c.lim, elems, cat("a constant of ", elems, " list elements"));
       Scalar null_item;
       std::vector<const Scalar*> items;
+      items.reserve(size_t(elems));
       out.layout = fsl ? Layout::FSL : Layout::List;
       out.fsl_size = st.size;
       if (!fsl) {
@@ -316,6 +327,8 @@ Col repeat_scalar(const Scalar& s, const DType& d, uint64_t n, Ctx& c) {
         out.layout = Layout::FSL;
         out.fsl_size = st.size;
       }
+      // (bounded before the items are gathered: an FSL's size is read off the wire)
+      check_decoded(c.lim, std::max(m, total), cat("a constant of ", std::max(m, total), " list elements"));
       std::vector<const Scalar*> items;
       Scalar null_item;
       items.reserve(size_t(m));
