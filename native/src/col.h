@@ -74,6 +74,16 @@ inline void clear_bit(uint8_t* bits, uint64_t i) { bits[i >> 3] &= uint8_t(~(1u 
 Buf bitmap_alloc(uint64_t nbits, bool value);
 // bits [off, off + n) of `src` (which holds at least ceil((off + n) / 8) bytes) at bit 0
 Buf bitmap_from(const uint8_t* src, uint64_t off, uint64_t n);
+// `a` & `b` over n bits at bit 0 (either may be empty: all valid; a fresh bitmap when both
+// are given)
+inline Buf and_bits(const Buf& a, const Buf& b, uint64_t n) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  Buf out = bitmap_from(a.data(), 0, n);
+  const uint8_t* q = b.data();
+  for (size_t i = 0; i < size_t((n + 7) >> 3); i++) out.ptr[i] &= q[i];
+  return out;
+}
 uint64_t count_ones(const uint8_t* bits, uint64_t n);
 // clear the bits past n in the last word (so word-wise operations see zeros there)
 void bitmap_clear_tail(uint8_t* bits, uint64_t n);

@@ -329,10 +329,7 @@ class DictEnc : public Encoding {
     Col codes = codes_of(n, c);
     Buf m, unused;
     map_bits(codes, values.len, vv.data(), nullptr, m, unused);
-    if (!codes.validity.empty()) {
-      const uint8_t* q = codes.validity.data();
-      for (size_t i = 0; i < size_t((n.len + 7) >> 3); i++) m.ptr[i] &= q[i];
-    }
+    m = and_bits(m, codes.validity, n.len);
     out = count_ones(m.data(), n.len) == n.len ? Buf() : m;
     return true;
   }
@@ -354,15 +351,8 @@ class DictEnc : public Encoding {
     Col codes = codes_of(n, c);
     Buf vals, hv;
     map_bits(codes, nv, hit.vals.data(), hit_all_valid ? nullptr : hit.valid.data(), vals, hv);
-    Buf valid = codes.validity.empty() ? Buf() : bitmap_from(codes.validity.data(), 0, n.len);
-    if (!hit_all_valid) {
-      if (valid.empty()) {
-        valid = hv;
-      } else {
-        for (size_t i = 0; i < size_t((n.len + 7) >> 3); i++) valid.ptr[i] &= hv.ptr[i];
-      }
-    }
-    return with_validity(vals, valid, n.len);
+    // (hv is empty when every value's answer is valid)
+    return with_validity(vals, and_bits(codes.validity, hv, n.len), n.len);
   }
 
   bool compare(const Node& n, const Lit& v, Op op, Mask& out, Ctx& c) const override {
@@ -421,11 +411,7 @@ void decode_dictionary(const Node& n, const uint32_t* idx, size_t k, bool all, c
       // a row whose value is null is a null row (the dictionary keeps its null entry)
       Buf vv, unused;
       map_bits(codes, nv, values.validity.data(), nullptr, vv, unused);
-      if (valid.empty()) {
-        valid = vv;
-      } else {
-        for (size_t i = 0; i < size_t(bitmap_bytes(rows)); i++) valid.ptr[i] &= vv.ptr[i];
-      }
+      valid = and_bits(valid, vv, rows);
     }
     values_out = std::move(values);
   } else {

@@ -5,16 +5,6 @@
 namespace vx {
 namespace {
 
-// `a` & `b` over n bits into fresh memory (either may be empty: all valid)
-Buf and_bits(const Buf& a, const Buf& b, uint64_t n) {
-  if (a.empty()) return b;
-  if (b.empty()) return a;
-  Buf out = bitmap_from(a.data(), 0, n);
-  const uint8_t* q = b.data();
-  for (size_t i = 0; i < size_t((n + 7) >> 3); i++) out.ptr[i] &= q[i];
-  return out;
-}
-
 // -- vortex.masked ----------------------------------------------------------------------------
 class MaskedEnc : public ChildValidityEncoding<1> {
  public:
