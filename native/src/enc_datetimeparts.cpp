@@ -221,7 +221,7 @@ class DateTimePartsEnc : public Encoding {
     for (size_t i = 0; i < nb; i++)
       res.ptr[i] = uint8_t((lt ? bl[i] : 0) | (gt ? ab[i] : 0));
     if (left) {
-      std::vector<uint32_t> rows = mask_positions(rest);
+      Positions rows = mask_positions(rest);
       Col parts[3];
       for (size_t j = 0; j < 3; j++) {
         parts[j] = vx::take(n.child(j), rows.data(), rows.size(), c);

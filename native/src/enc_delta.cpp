@@ -160,14 +160,20 @@ class DeltaEnc : public ChildValidityEncoding<2> {
         ChunkDecoder<T> dec(n, last, c);
         alignas(64) T chunk[1024];
         T* o = vals.mut<T>();
-        uint64_t have = UINT64_MAX;
-        for (size_t i = 0; i < k; i++) {
-          uint64_t row = uint64_t(idx[i]) + m.offset;
-          if (row >> 10 != have) {
-            have = row >> 10;
-            dec.chunk(have, chunk);
+        const uint64_t off = m.offset;
+        // a chunk decoded, then every position that falls in it (a tight loop; the
+        // positions are sorted, any order would still be right: a position in another
+        // chunk ends the run)
+        for (size_t i = 0; i < k;) {
+          const uint64_t ch = (uint64_t(idx[i]) + off) >> 10;
+          dec.chunk(ch, chunk);
+          size_t j = i;
+          for (; j < k; j++) {
+            const uint64_t row = uint64_t(idx[j]) + off;
+            if (row >> 10 != ch) break;
+            o[j] = chunk[row & 1023];
           }
-          o[i] = chunk[row & 1023];
+          i = j;
         }
       });
     }

@@ -66,7 +66,13 @@ void map_bits(const Col& codes, uint64_t nv, const uint8_t* a, const uint8_t* b,
     uint8_t* pa = oa.ptr;
     uint8_t* pb = b ? ob.ptr : nullptr;
     uint64_t i = 0;
-    if (all_in) {
+    if (all_in && !pb) {  // one bitmap: a byte of 8 rows from 8 table loads
+      for (; i + 8 <= n; i += 8) {
+        unsigned x = 0;
+        for (unsigned k = 0; k < 8; k++) x |= unsigned(L[size_t(cd[i + k])] & 1) << k;
+        pa[i >> 3] = uint8_t(x);
+      }
+    } else if (all_in) {
       for (; i + 8 <= n; i += 8) {
         unsigned x = 0;
         for (unsigned k = 0; k < 8; k++) x |= unsigned(L[size_t(cd[i + k])]) << (2 * k);
@@ -124,7 +130,11 @@ Col gather(const Col& values, const Col& codes, const DType& d, Ctx& c) {
           using T = decltype(t);
           const T* s = values.vals<T>();
           T* o = out.values.mut<T>();
-          for (uint64_t i = 0; i < k; i++) o[i] = s[code(i)];
+          if (all_in) {  // the common case: no per-row range check
+            for (uint64_t i = 0; i < k; i++) o[i] = s[cd[i]];
+          } else {
+            for (uint64_t i = 0; i < k; i++) o[i] = s[code(i)];
+          }
         });
         break;
       }

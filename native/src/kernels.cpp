@@ -1,5 +1,9 @@
 #include "kernels.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -153,17 +157,62 @@ struct KeptWords {
 };
 }  // namespace
 
-std::vector<uint32_t> mask_positions(const Mask& m) {
+namespace {
+// For each byte: the positions of its set bits, packed one per byte (low byte first)
+struct ByteOffsets {
+  uint64_t offs[256];
+  constexpr ByteOffsets() : offs() {
+    for (unsigned b = 0; b < 256; b++) {
+      uint64_t v = 0;
+      unsigned k = 0;
+      for (unsigned j = 0; j < 8; j++)
+        if ((b >> j) & 1) v |= uint64_t(j) << (8 * k++);
+      offs[b] = v;
+    }
+  }
+};
+constexpr ByteOffsets kByteOffsets;
+}  // namespace
+
+// Dense words go a byte at a time through a table (eight unconditional stores a byte, the
+// cursor moved by its popcount: no branch on the data), sparse ones bit by bit. The table
+// writes up to 7 slots past the last position: the vector has 8 of slack, cut at the end.
+Positions mask_positions(const Mask& m) {
   KeptWords k(m);
-  std::vector<uint32_t> out(static_cast<size_t>(k.count()));
+  const uint64_t count = k.count();
+  Positions out(size_t(count) + 8);
   uint32_t* o = out.data();
   for (size_t i = 0; i < k.words; i++) {
     uint64_t w = k.word(i);
-    while (w) {
-      *o++ = uint32_t(i * 64 + uint64_t(__builtin_ctzll(w)));
-      w &= w - 1;
+    const uint32_t base = uint32_t(i * 64);
+    if (w == ~uint64_t(0)) {
+      for (uint32_t j = 0; j < 64; j++) o[j] = base + j;
+      o += 64;
+    } else if (__builtin_popcountll(w) <= 8) {
+      while (w) {
+        *o++ = base + uint32_t(__builtin_ctzll(w));
+        w &= w - 1;
+      }
+    } else {
+      for (uint32_t b = 0; b < 8; b++) {
+        const unsigned byte = unsigned(w >> (8 * b)) & 0xFF;
+        const uint64_t offs = kByteOffsets.offs[byte];
+        const uint32_t bb = base + 8 * b;
+#if defined(__SSE2__)
+        // the 8 offsets widened to 32 bits (SSE2, the x86-64 baseline), the base added
+        const __m128i zero = _mm_setzero_si128();
+        const __m128i v16 = _mm_unpacklo_epi8(_mm_cvtsi64_si128(int64_t(offs)), zero);
+        const __m128i bv = _mm_set1_epi32(int(bb));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm_add_epi32(_mm_unpacklo_epi16(v16, zero), bv));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 4), _mm_add_epi32(_mm_unpackhi_epi16(v16, zero), bv));
+#else
+        for (unsigned j = 0; j < 8; j++) o[j] = bb + uint32_t((offs >> (8 * j)) & 0xFF);
+#endif
+        o += __builtin_popcount(byte);
+      }
     }
   }
+  out.resize(size_t(count));
   return out;
 }
 

@@ -3,7 +3,9 @@
 // logic, a predicate result is a Mask (values false wherever the result is null).
 #pragma once
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "node.h"
@@ -45,8 +47,30 @@ Mask with_validity(Buf vals, Buf validity, uint64_t n);
 Mask mask_and(const Mask& a, const Mask& b);
 Mask mask_or(const Mask& a, const Mask& b);
 Mask mask_not(const Mask& a);
+// A std::allocator that leaves new elements uninitialized (a vector of positions is
+// written in full by its producer; zero-filling it first was a pass of its own)
+template <class T>
+struct UninitAlloc : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitAlloc<U>;
+  };
+  UninitAlloc() = default;
+  template <class U>
+  UninitAlloc(const UninitAlloc<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+using Positions = std::vector<uint32_t, UninitAlloc<uint32_t>>;
+
 // rows a filter keeps (true and valid), as sorted positions
-std::vector<uint32_t> mask_positions(const Mask& m);
+Positions mask_positions(const Mask& m);
 uint64_t mask_count(const Mask& m);
 
 // -- decoding ------------------------------------------------------------------------------

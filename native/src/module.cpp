@@ -238,7 +238,8 @@ struct ScanOut {
   int kind = 0;
   std::string msg;
   bool all = true;                 // every row (of [start, stop)) selected
-  std::vector<uint32_t> pos;       // else the selected rows
+  uint64_t nsel = 0;               // how many rows are selected
+  Positions pos;                   // the selected rows unless all (and columns are taken)
   std::vector<ArrowArray*> cols;
   uint64_t canonicalized = 0;
   ~ScanOut() {
@@ -374,15 +375,24 @@ class Stream {
               return;
             }
             Mask m = evaluate(*pred, *t, c);
-            o.pos = mask_positions(m);
-            if (cap >= 0 && o.pos.size() > size_t(cap)) o.pos.resize(size_t(cap));
-            o.all = o.pos.size() == rows;
+            if (per == 0) {  // a count: no positions
+              o.nsel = mask_count(m);
+              if (cap >= 0 && o.nsel > uint64_t(cap)) o.nsel = uint64_t(cap);
+            } else {
+              o.pos = mask_positions(m);
+              if (cap >= 0 && o.pos.size() > size_t(cap)) o.pos.resize(size_t(cap));
+              o.nsel = o.pos.size();
+            }
+            o.all = o.nsel == rows;
           } else {
             uint64_t a = uint64_t(std::max<int64_t>(start, 0)), b = std::min<uint64_t>(uint64_t(stop), rows);
             if (cap >= 0 && b > a + uint64_t(cap)) b = a + uint64_t(cap);
             o.all = a == 0 && b == rows;
-            if (!o.all)
-              for (uint64_t r = a; r < b; r++) o.pos.push_back(uint32_t(r));
+            o.nsel = b > a ? b - a : 0;
+            if (!o.all && per) {
+              o.pos.resize(size_t(o.nsel));
+              for (uint64_t r = a; r < b; r++) o.pos[size_t(r - a)] = uint32_t(r);
+            }
           }
           trees[i] = std::move(t);
         } catch (NeedPython&) {
@@ -460,7 +470,7 @@ class Stream {
       bool handed_back = std::find(o.cols.begin(), o.cols.end(), nullptr) != o.cols.end();
       nb::list cols = capsules_of(o.cols);
       nb::object pos = nb::none();
-      uint64_t nsel = o.all ? in[i].rows : o.pos.size();
+      uint64_t nsel = o.all ? in[i].rows : o.nsel;
       if (!o.all && handed_back) pos = nb::bytes(reinterpret_cast<const char*>(o.pos.data()), o.pos.size() * 4);
       res.append(nb::make_tuple(nb::str("ok"), nsel, pos, cols, o.canonicalized));
     }
