@@ -8,10 +8,10 @@ findings in ``native/fuzz/regressions/<name>``, with ``-timeout`` 30 s (a shared
 ``-rss_limit_mb=2048`` and ``-max_len=65536``; ASan's leak check is on. A failing input is
 saved as ``fuzz/native-findings/<name>-crash-*`` (``-leak-``, ``-timeout-``, ``-oom-``);
 replay it with ``build/fuzz/fuzz/<name> FILE``. Per harness the executions, executions per
-second and final coverage are printed and written to ``fuzz/native-report.json``; the exit
+second and final coverage are printed and written to ``fuzz/native-report.json`` (``--report``); the exit
 status is 1 when any harness failed.
 
-Usage: ``python fuzz/run_native.py [--build DIR] [--seconds N] [HARNESS ...]``; extra
+Usage: ``python fuzz/run_native.py [--build DIR] [--seconds N] [--report FILE] [HARNESS ...]``; extra
 libFuzzer flags go in ``FUZZ_NATIVE_FLAGS`` (e.g. ``-max_len=4096``).
 """
 
@@ -78,12 +78,14 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=str(ROOT / "build" / "fuzz"))
     ap.add_argument("--seconds", type=int, default=600)
+    ap.add_argument("--report", type=pathlib.Path, default=ROOT / "fuzz" / "native-report.json",
+                    help="where the per-harness results go (default fuzz/native-report.json)")
     ap.add_argument("harnesses", nargs="*")
     a = ap.parse_args()
     extra = shlex.split(os.environ.get("FUZZ_NATIVE_FLAGS", ""))
     results = [run(h, pathlib.Path(a.build).resolve(), a.seconds, extra)
                for h in (a.harnesses or DEFAULT)]
-    (ROOT / "fuzz" / "native-report.json").write_text(json.dumps(results, indent=1) + "\n")
+    a.report.write_text(json.dumps(results, indent=1) + "\n")
     print("\nharness          execs        execs/s  cov    corpus  exit")
     for r in results:
         print(f"{r['harness']:<16} {r.get('number_of_executed_units', 0):>11,} "
