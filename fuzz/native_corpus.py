@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import vortex_io as vio
 from vortex_io import _native_glue as ng
 from vortex_io import dtype as dt
+from vortex_io.ipc.schema import decode_message_header_py
 
 __all__ = ["message_input", "message_inputs", "stream_seeds", "write_corpora", "HARNESSES"]
 
@@ -163,12 +164,27 @@ def _scalar_inputs() -> Iterator[bytes]:
         yield struct.pack("<H", len(program)) + program + bytes([5]) + Scalar(d, v).to_proto()
 
 
+def _header_inputs() -> Iterator[bytes]:
+    """``fuzz_header``: the raw header flatbuffer of every message of the seed streams."""
+    seen = set()
+    for data in stream_seeds().values():
+        pos = 0
+        while pos + 4 <= len(data):
+            (n,) = struct.unpack_from("<I", data, pos)
+            raw = data[pos + 4 : pos + 4 + n]
+            if raw not in seen:
+                seen.add(raw)
+                yield raw
+            pos += 4 + n + decode_message_header_py(memoryview(raw)).body_size
+
+
 #: harness -> its seed inputs
 HARNESSES = {
     "fuzz_message": lambda: (x for s in stream_seeds().values() for x in message_inputs(s)),
     "fuzz_fastlanes": _fastlanes_inputs,
     "fuzz_bitmap": _bitmap_inputs,
     "fuzz_scalar": _scalar_inputs,
+    "fuzz_header": _header_inputs,
 }
 
 

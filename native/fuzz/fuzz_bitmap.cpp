@@ -112,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return std::pair<bool, bool>{!x, xo};
   });
   uint64_t kept = 0;
-  std::vector<uint32_t> pos = mask_positions(a);
+  Positions pos = mask_positions(a);
   for (uint64_t i = 0; i < n; i++) {
     auto [x, xo] = row(a, i);
     if (x && xo) {

@@ -2,9 +2,61 @@
 
 #include <memory>
 
+#include "fb.h"
 #include "pool.h"
+#include "scalar.h"
 
 namespace vx {
+
+MessageHeaderIn parse_message_header(Bytes b) {
+  MessageHeaderIn h;
+  fb::Table t = fb::root(b, "Message");
+  h.version = t.scalar<uint8_t>(0, 0, "version");
+  if (h.version != 0) unsupported("unsupported message version V", int(h.version), " (only V0 is supported)");
+  h.type = t.scalar<uint8_t>(1, 0, "header_type");
+  if (h.type < 1 || h.type > 3) malformed("unknown message header type ", int(h.type));
+  h.body_size = t.scalar<uint64_t>(3, 0, "body_size");
+  uint64_t start = 0, n = 0;
+  if (t.vector(4, 4, "KeyValue", &start, &n) && n) {
+    h.has_metadata = true;
+    std::vector<fb::Table> kv;
+    kv.reserve(size_t(n));
+    for (uint64_t i = 0; i < n; i++) {
+      const uint64_t p = start + 4 * i;
+      kv.emplace_back(b, p + load<uint32_t>(b.p + p), "KeyValue");
+    }
+    for (const fb::Table& e : kv) {
+      Bytes key, value;
+      uint64_t s0 = 0, k = 0;
+      if (e.vector(0, 1, "KeyValue.key", &s0, &k)) key = Bytes(b.p + s0, size_t(k));
+      if (e.vector(1, 1, "KeyValue.value", &s0, &k)) value = Bytes(b.p + s0, size_t(k));
+      h.metadata.emplace_back(key, value);
+    }
+  }
+  bool present = false;
+  fb::Table m = t.table(2, "MessageHeader", &present);
+  static const char* const kNames[] = {"", "ARRAY", "BUFFER", "DTYPE"};
+  if (!present && h.type != 3) malformed(kNames[h.type], " message has no header table");
+  if (h.type == 1) {
+    h.row_count = m.scalar<uint32_t>(0, 0, "row_count");
+    if (m.vector(1, 4, "ArrayMessage.encodings", &start, &n)) {
+      h.encodings.reserve(size_t(n));
+      for (uint64_t i = 0; i < n; i++) {
+        const uint64_t p = start + 4 * i;
+        const uint64_t s = p + load<uint32_t>(b.p + p);
+        if (s + 4 > b.n) malformed("flatbuffer string in MessageHeader.ArrayMessage.encodings is outside");
+        const uint64_t len = load<uint32_t>(b.p + s);
+        if (s + 4 + len > b.n) malformed("flatbuffer string in MessageHeader.ArrayMessage.encodings runs past");
+        if (!utf8_valid(b.p + s + 4, size_t(len)))
+          malformed("flatbuffer string in MessageHeader.ArrayMessage.encodings is not UTF-8");
+        h.encodings.emplace_back(b.p + s + 4, size_t(len));
+      }
+    }
+  } else if (h.type == 2) {
+    h.alignment_exponent = m.scalar<uint8_t>(0, 0, "alignment_exponent");
+  }
+  return h;
+}
 
 MsgOut::~MsgOut() {
   for (ArrowArray* a : cols)

@@ -9,6 +9,7 @@
 #include <functional>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arrow_c.h"
@@ -38,6 +39,21 @@ struct MsgOut {
   MsgOut& operator=(const MsgOut&) = delete;
   ~MsgOut();
 };
+
+// The `Message` flatbuffer of one message header, as vortex_io/ipc/schema.py's
+// decode_message_header reads it (the same checks in the same order, the same messages):
+// throws vx::Error. Byte ranges point into `b`.
+struct MessageHeaderIn {
+  uint8_t version = 0;
+  uint8_t type = 0;  // 1 Array, 2 Buffer, 3 DType
+  uint64_t body_size = 0;
+  uint32_t row_count = 0;
+  std::vector<Bytes> encodings;  // UTF-8 checked
+  uint8_t alignment_exponent = 0;
+  bool has_metadata = false;
+  std::vector<std::pair<Bytes, Bytes>> metadata;  // key, value (absent: empty)
+};
+MessageHeaderIn parse_message_header(Bytes b);
 
 // Set up a tree for building message `m` under `lim`.
 void prepare_tree(Tree& t, const MsgIn& m, const Limits& lim);

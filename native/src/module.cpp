@@ -109,6 +109,36 @@ MsgIn message_in(nb::handle t) {
   return m;
 }
 
+// The Message flatbuffer of a header (vortex_io/ipc/schema.decode_message_header's twin):
+// (version, type, body_size, row_count, encodings, alignment_exponent, metadata pairs or
+// None), or ("err", kind, message).
+nb::tuple message_header(nb::handle obj) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+  struct Release {
+    Py_buffer* v;
+    ~Release() { PyBuffer_Release(v); }
+  } release{&view};
+  MessageHeaderIn h;
+  try {
+    h = parse_message_header(Bytes(static_cast<const uint8_t*>(view.buf), size_t(view.len)));
+  } catch (Error& e) {
+    return nb::make_tuple(nb::str("err"), int(e.kind), nb::str(e.msg.c_str()));
+  }
+  nb::list enc;
+  for (const Bytes& e : h.encodings) enc.append(nb::str(reinterpret_cast<const char*>(e.p), e.n));
+  nb::object md = nb::none();
+  if (h.has_metadata) {
+    nb::list pairs;
+    for (auto& [k, v] : h.metadata)
+      pairs.append(nb::make_tuple(nb::bytes(reinterpret_cast<const char*>(k.p), k.n),
+                                  nb::bytes(reinterpret_cast<const char*>(v.p), v.n)));
+    md = pairs;
+  }
+  return nb::make_tuple(int(h.version), int(h.type), h.body_size, h.row_count, nb::tuple(enc),
+                        int(h.alignment_exponent), md);
+}
+
 // -- the scan's predicate, from Python's lowering (vortex_io/_native_scan.py) ---------------------
 
 Op op_of(int v) {
@@ -591,6 +621,8 @@ NB_MODULE(_native, m) {
       .def("kernel", &Stream::kernel, nb::arg("message"), nb::arg("kind"), nb::arg("op"), nb::arg("lits"),
            nb::arg("idx"), nb::arg("string_view"));
   m.def("encodings", &native_encoding_ids, "IDs of the encodings the native core decodes");
+  m.def("message_header", &message_header, nb::arg("header"),
+        "The Message flatbuffer of a message header (ipc/schema.decode_message_header's twin)");
   m.def("hardware_threads", &hardware_threads);
   m.def("pool_stats", []() {
     PoolStats s = pool_stats();

@@ -15,6 +15,7 @@ from enum import IntEnum
 
 import flatbuffers
 
+from .. import _native_glue as _ng
 from .. import dtype as dt
 from ..errors import LimitExceededError, MalformedStreamError, UnsupportedError
 from ..limits import ReaderLimits
@@ -265,6 +266,37 @@ def encode_message_header(
 
 
 def decode_message_header(buf) -> MessageHeader:
+    """The ``Message`` flatbuffer of one header (every read bounds-checked; a bad header is
+    a ``MalformedStreamError``, an unknown version an ``UnsupportedError``). The native
+    core's twin (``_native.message_header``: the same checks, order and messages) reads it
+    when the core is on; this function is the reference."""
+    if _ng.enabled():
+        r = _ng.native().message_header(buf)
+        if r[0] == "err":
+            raise _ng.error_of(r[1], r[2])
+        version, tag, body_size, rows, encodings, align, kv = r
+        return MessageHeader(version, MessageType(tag), body_size, row_count=rows,
+                             encodings=_interned(encodings), alignment_exponent=align,
+                             custom_metadata=Metadata(kv) if kv else _EMPTY_METADATA)
+    return decode_message_header_py(buf)
+
+
+#: the encodings tuples seen (most streams repeat one per column shape): equal tuples become
+#: the same object, so caches keyed by them hash and compare them cheaply
+_ENCODINGS: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _interned(encodings: tuple[str, ...]) -> tuple[str, ...]:
+    hit = _ENCODINGS.get(encodings)
+    if hit is None:
+        if len(_ENCODINGS) >= 4096:
+            _ENCODINGS.clear()
+        hit = _ENCODINGS[encodings] = encodings
+    return hit
+
+
+def decode_message_header_py(buf) -> MessageHeader:
+    """``decode_message_header`` in Python (the reference of the native reader)."""
     t = root(buf, "Message")
     version = t.u8(0, 0, "version")
     if version != 0:
