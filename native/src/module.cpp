@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "arrow_c.h"
+#include "crc32c.h"
 #include "kernels.h"
 #include "message.h"
 #include "pool.h"
@@ -562,6 +563,25 @@ class Stream {
   const DType* root_;
 };
 
+// CRC-32C of a buffer (anything with the buffer protocol), continuing `value`; the GIL is
+// released for large buffers (the caller must not resize them meanwhile: bytes, mmap views
+// and numpy arrays are what vortex_io passes)
+uint32_t py_crc32c(nb::handle data, uint32_t value, bool portable) {
+  Py_buffer view{};
+  if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+  const auto* p = static_cast<const uint8_t*>(view.buf);
+  size_t n = size_t(view.len);
+  uint32_t crc;
+  if (n >= (64u << 10)) {
+    nb::gil_scoped_release unlock;
+    crc = portable ? crc32c_portable(p, n, value) : vx::crc32c(p, n, value);
+  } else {
+    crc = portable ? crc32c_portable(p, n, value) : vx::crc32c(p, n, value);
+  }
+  PyBuffer_Release(&view);
+  return crc;
+}
+
 }  // namespace
 
 namespace vx {
@@ -580,6 +600,12 @@ NB_MODULE(_native, m) {
            nb::arg("dict_fields") = std::vector<int>())
       .def("kernel", &Stream::kernel, nb::arg("message"), nb::arg("kind"), nb::arg("op"), nb::arg("lits"),
            nb::arg("idx"), nb::arg("string_view"));
+  m.def("crc32c", [](nb::handle data, uint32_t value) { return py_crc32c(data, value, false); },
+        nb::arg("data"), nb::arg("value") = 0,
+        "CRC-32C of a buffer, continuing value (the SSE4.2 instruction where the CPU has it)");
+  m.def("crc32c_portable", [](nb::handle data, uint32_t value) { return py_crc32c(data, value, true); },
+        nb::arg("data"), nb::arg("value") = 0, "crc32c by the portable slice-by-8 tables (tests)");
+  m.def("crc32c_hardware", &crc32c_hardware, "True when crc32c uses the SSE4.2 instruction");
   m.def("encodings", &native_encoding_ids, "IDs of the encodings the native core decodes");
   m.def("hardware_threads", &hardware_threads);
   m.def("pool_stats", []() {
