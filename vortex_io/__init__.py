@@ -19,6 +19,7 @@ from . import encodings as _encodings
 from .array import Array, Encoding, get_encoding, register_encoding, registered_encodings
 from .compress import CompressOptions, compress
 from .errors import (
+    IntegrityError,
     LimitExceededError,
     MalformedStreamError,
     TruncatedStreamError,
@@ -52,6 +53,7 @@ __all__ = [
     "AsyncStreamWriter",
     "Batch",
     "Encoding",
+    "IntegrityError",
     "LimitExceededError",
     "MalformedStreamError",
     "MessageDecoder",
