@@ -14,7 +14,7 @@ True
 
 from typing import Any
 
-from . import compute, dtype, expr
+from . import compute, dtype, expr, integrity
 from . import encodings as _encodings
 from .array import Array, Encoding, get_encoding, register_encoding, registered_encodings
 from .compress import CompressOptions, compress
@@ -74,6 +74,7 @@ __all__ = [
     "dtype",
     "expr",
     "get_encoding",
+    "integrity",
     "read_ipc",
     "register_encoding",
     "register_polars",
