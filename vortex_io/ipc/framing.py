@@ -63,12 +63,14 @@ from ..errors import (
 )
 from ..limits import DEFAULT_LIMITS, ReaderLimits
 from ..metadata import Metadata, MetadataLike
+from .flatbuf import root
 from .messages import Message, aligned_empty, body_layout, serialize_array
 from .schema import MessageType, decode_message_header, encode_dtype, encode_message_header
 
 __all__ = ["MessageDecoder", "MessageEncoder"]
 
 _U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
 _LEN, _HEADER, _BODY = 0, 1, 2
 #: the stream alignment the writer plans buffers for (and the decoder preserves on copies)
 STREAM_ALIGNMENT = 64
@@ -374,7 +376,7 @@ class MessageEncoder:
         self.messages += 1
         return [head, *body_parts]
 
-    def _sealed(self, header: bytes, body_parts: list[Any], body_size: int) -> list[Any]:
+    def _sealed(self, header: bytes | bytearray, body_parts: list[Any], body_size: int) -> list[Any]:
         """The frame of a header ending with a placeholder record, the record filled in:
         the body's CRC-32C, then the CRC-32C of the length prefix and header up to the
         last four bytes, continued from the previous message's."""
@@ -416,18 +418,14 @@ class MessageEncoder:
         encodings, buffers, root_node = serialize_array(array)
         if self.integrity:
             # no header padding (the record ends the header): the buffers are aligned in
-            # the stream by their Buffer.padding, which needs the body's offset first; the
-            # header's length does not depend on body_size (a u64 always written)
-            def header(size: int) -> bytes:
-                return encode_message_header(MessageType.ARRAY, size, row_count=len(array),
-                                             encodings=encodings, metadata=md,
-                                             record=ig.RECORD_PLACEHOLDER)
-
-            n = len(header(0))
-            parts, size, _ = body_layout(buffers, root_node, self.position + 4 + n)
-            hdr = header(size)
-            if len(hdr) != n:  # pragma: no cover - a builder change
-                raise RuntimeError("the message header's length changed with its body_size")
+            # the stream by their Buffer.padding, which needs the body's offset, so the
+            # header is built first and its body_size (a u64, always written) set after
+            hdr = encode_message_header(MessageType.ARRAY, 0, row_count=len(array),
+                                        encodings=encodings, metadata=md,
+                                        record=ig.RECORD_PLACEHOLDER)
+            parts, size, _ = body_layout(buffers, root_node, self.position + 4 + len(hdr))
+            hdr = bytearray(hdr)
+            _U64.pack_into(hdr, root(memoryview(hdr), "Message")._field(3), size)
             self.rows += len(array)
             return self._sealed(hdr, parts, size)
         parts, size, align = body_layout(buffers, root_node)
