@@ -507,3 +507,85 @@ def test_decoder_fed_byte_by_byte():
     dec.end_of_input()
     assert dec.finished and got[-1].end_marker and all(m.verified for m in got)
     assert [m.offset for m in got] == [m.offset for m in _messages(stream)]
+
+
+# -- deferred body checks: whoever uses a body first checks it ---------------------------------
+
+
+def _body_flipped(name: str, index: int) -> tuple[bytes, object]:
+    stream, _ = STREAMS[name]
+    m = _messages(stream)[index]
+    bad = bytearray(stream)
+    bad[m.offset + 4 + m.header_size + m.header.body_size // 2] ^= 0x04
+    return bytes(bad), m
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_read_path_checks_bodies_in_order(threads):
+    bad, m = _body_flipped("trades-compressed", 3)  # the third batch's body
+
+    def batches_then_error(it):
+        got = []
+        with pytest.raises(vio.IntegrityError, match="body checksum mismatch") as e:
+            for x in it:
+                got.append(x)
+        assert (e.value.message_index, e.value.offset) == (3, m.offset)
+        return got
+
+    with vio.StreamReader(bad) as r:  # iteration: batch by batch
+        assert len(batches_then_error(r)) == 2
+    with vio.StreamReader(bad) as r:  # read_arrow (windows of messages)
+        batches_then_error(r.read_arrow(threads=threads) for _ in [0])
+    with vio.StreamReader(bad) as r:  # the Arrow C stream (errors arrive as ArrowInvalid)
+        rd = pa.RecordBatchReader.from_stream(r)
+        n = 0
+        with pytest.raises(pa.ArrowInvalid, match=r"body checksum mismatch.*\(message 3,"):
+            for b in rd:
+                n += b.num_rows
+        assert n == 2 * 4096
+    got = batches_then_error(vio.scan(bad, threads=threads))
+    assert sum(b.num_rows for b in got) == 2 * 4096
+    flt = vio.expr.col("symbol") == "AAPL"
+    batches_then_error(vio.scan(bad, filter=flt, threads=threads))
+    batches_then_error(vio.scan(bad, offset=3 * 4096 + 5))  # a skipped body is checked too
+
+
+def test_python_paths_check_bodies(reference_path):
+    bad, m = _body_flipped("mixed-compressed", 2)
+    with vio.StreamReader(bad) as r:
+        with pytest.raises(vio.IntegrityError) as e:
+            for b in r:
+                b.array.to_arrow()
+    assert (e.value.message_index, e.value.offset) == (2, m.offset)
+    with pytest.raises(vio.IntegrityError):
+        vio.scan(bad).to_arrow()
+
+
+def test_message_check_body_and_decoder_modes():
+    bad, m = _body_flipped("mixed-compressed", 2)
+    # the default decoder checks every body before handing the message out
+    dec = MessageDecoder()
+    dec.feed(bad)
+    assert [x.index for x in itertools_take(dec, 2)] == [0, 1]
+    with pytest.raises(vio.IntegrityError, match="body checksum"):
+        dec.next_message()
+    # a deferring one hands it out with the check pending; array() (or check_body) does it
+    for background in (False, True):
+        dec = MessageDecoder(defer_body_checks=True)
+        dec.background_checks = background
+        dec.feed(bad)
+        msgs = list(dec)
+        assert msgs[2].pending_crc is not None and not msgs[2].verified
+        msgs[1].check_body()
+        assert msgs[1].verified and msgs[1].pending_crc is None
+        with pytest.raises(vio.IntegrityError, match="body checksum") as e:
+            msgs[2].array(vio.StreamReader(bad).dtype)
+        assert (e.value.message_index, e.value.offset) == (2, m.offset)
+        assert msgs[0].verified and msgs[-1].verified  # DType and end marker: at once
+
+
+def itertools_take(it, n):
+    out = []
+    for _ in range(n):
+        out.append(next(iter(it)))
+    return out

@@ -44,6 +44,7 @@ True
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -176,6 +177,20 @@ def crc32c(data: Any, value: int = 0) -> int:
     if ng.enabled():
         return ng.native().crc32c(data, value)
     return crc32c_reference(data, value)
+
+
+#: bodies from this size on are checksummed on the native core's background thread
+#: (``crc32c_start``); smaller ones are not worth the hand-over
+BACKGROUND_MIN = 64 << 10
+
+
+def crc32c_start(data: Any) -> Callable[[], int]:
+    """Start the CRC-32C of ``data`` (from 0) and return a function giving it: with the
+    native core and a large buffer, computed on its background thread meanwhile (``data``
+    must not change until then); else when asked."""
+    if ng.enabled() and memoryview(data).nbytes >= BACKGROUND_MIN:
+        return ng.native().crc32c_start(data).result
+    return lambda: crc32c(data)
 
 
 # -- the layout ---------------------------------------------------------------------------------

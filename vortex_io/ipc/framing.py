@@ -82,13 +82,28 @@ class MessageDecoder:
     ``feed`` keeps references to what it is given (no copy) when a message lies within
     one fed chunk, so message bodies are views of the input; a message split across
     chunks is copied once into aligned memory. Do not mutate fed buffers afterwards.
+
+    Integrity data (``vortex_io.integrity``) is verified whenever the stream carries it:
+    each header's checksum before the header is parsed, each body's before the message is
+    handed out (``defer_body_checks=True``: Array messages come out with the check pending,
+    done by ``Message.check_body``, which ``Message.array()`` and the readers' native decode
+    call first), the end marker's counts, and that the input does not stop before the end
+    marker (``TruncatedStreamError``) or go on after it (``IntegrityError``). ``finished``
+    turns true at the end marker, which comes out as a message with ``end_marker`` set.
+    ``require_integrity=True`` refuses a stream whose first message has no record.
     """
 
     def __init__(self, *, limits: ReaderLimits | None = None,
-                 require_integrity: bool = False) -> None:
+                 require_integrity: bool = False, defer_body_checks: bool = False) -> None:
         self.limits = limits or DEFAULT_LIMITS
         #: refuse a stream whose first message carries no integrity record
         self.require_integrity = require_integrity
+        #: Array messages come out with their body's check pending (``Message.check_body``,
+        #: which ``Message.array()`` and the native decode call): the readers' mode
+        self.defer_body_checks = defer_body_checks
+        #: (deferred checks) compute large bodies' checksums on the native core's background
+        #: thread while the next messages are framed
+        self.background_checks = False
         #: whether the stream carries integrity data (None until its first header is read)
         self.integrity: bool | None = None
         self._chain = 0  # header_crc of the previous message
@@ -224,14 +239,21 @@ class MessageDecoder:
             else:
                 body = self._take(self._need) if self._need else np.zeros(0, dtype=np.uint8)
                 hdr = self._header
-                if self._verified:
-                    got = ig.crc32c(body)
-                    if got != self._body_crc:
-                        raise self._fail(IntegrityError(
-                            f"body checksum mismatch: the record says {self._body_crc:#010x}, "
-                            f"the {body.nbytes}-byte body gives {got:#010x}"))
                 msg = Message(self._index, self._msg_offset, hdr, body, self._header_len,
                               verified=self._verified)
+                if self._verified:
+                    if (self.defer_body_checks and hdr.type == MessageType.ARRAY
+                            and self._end is None):
+                        msg.verified = False
+                        msg.pending_crc = self._body_crc
+                        if self.background_checks:
+                            msg.crc_job = ig.crc32c_start(body)
+                    else:
+                        got = ig.crc32c(body)
+                        if got != self._body_crc:
+                            raise self._fail(IntegrityError(
+                                f"body checksum mismatch: the record says {self._body_crc:#010x}, "
+                                f"the {body.nbytes}-byte body gives {got:#010x}"))
                 if self._end is not None:
                     self._check_end(*self._end)
                     msg.end_marker = True
@@ -249,8 +271,14 @@ class MessageDecoder:
     def _check_record(self, hdr: Any, raw: np.ndarray, rec: tuple[int, int] | None) -> None:
         """After a header parsed: its integrity record agrees with the stream's (every
         message has one or none does), and the end marker's counts are read."""
-        md = hdr.custom_metadata
-        values = md.get_all(ig.CRC_KEY) if md and ig.has_reserved(md) else []
+        values: list[bytes] = []
+        end: list[bytes] = []
+        for k, v in hdr.custom_metadata._pairs:
+            if k.startswith(ig.RESERVED_PREFIX):
+                if k == ig.CRC_KEY:
+                    values.append(v)
+                elif k == ig.END_KEY:
+                    end.append(v)
         first = self._index == 0
         if rec is None:
             if values:
@@ -266,7 +294,6 @@ class MessageDecoder:
                 raise self._fail(IntegrityError(
                     "the message has no integrity record; the stream's first message has one"))
             self._verified = False
-            end = md.get_all(ig.END_KEY) if md and ig.has_reserved(md) else []
             if end:
                 raise self._fail(IntegrityError(
                     "an end marker in a stream without integrity data"))
@@ -283,7 +310,6 @@ class MessageDecoder:
         self._verified = True
         self._body_crc = rec[0]
         self._chain = rec[1]
-        end = md.get_all(ig.END_KEY)
         self._end = None
         if end:
             counts = ig.parse_end_value(end[0]) if len(end) == 1 else None

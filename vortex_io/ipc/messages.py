@@ -16,8 +16,14 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, check_decoded_size, get_encoding
-from ..errors import LimitExceededError, MalformedStreamError, UnsupportedError, VortexIPCError
-from ..integrity import user_metadata
+from ..errors import (
+    IntegrityError,
+    LimitExceededError,
+    MalformedStreamError,
+    UnsupportedError,
+    VortexIPCError,
+)
+from ..integrity import crc32c, user_metadata
 from ..limits import DEFAULT_LIMITS, ReaderLimits
 from ..metadata import Metadata
 from ..stats import ArrayStats
@@ -51,6 +57,27 @@ class Message:
     verified: bool = False
     #: the message is a stream's end marker (a zero-row Array message; readers yield no batch)
     end_marker: bool = False
+    #: the body's CRC-32C still to be checked (a decoder with ``defer_body_checks``), and
+    #: what computes the body's (see ``check_body``)
+    pending_crc: int | None = None
+    crc_job: Any = field(default=None, repr=False)
+
+    def check_body(self) -> None:
+        """Check the body against its integrity record if that is still to be done (a
+        decoder with ``defer_body_checks`` leaves it to whoever uses the body first):
+        ``IntegrityError`` on a mismatch. ``array()`` and the native decode call it."""
+        want = self.pending_crc
+        if want is None:
+            return
+        job, self.crc_job = self.crc_job, None
+        got = job() if job is not None else crc32c(self.body)
+        if got != want:
+            raise IntegrityError(
+                f"body checksum mismatch: the record says {want:#010x}, the "
+                f"{self.body.nbytes}-byte body gives {got:#010x}",
+                message_index=self.index, offset=self.offset)
+        self.pending_crc = None
+        self.verified = True
 
     @property
     def type(self) -> MessageType:
@@ -84,6 +111,7 @@ class Message:
         if self.type != MessageType.ARRAY:
             raise MalformedStreamError(f"expected an Array message, got {self.type.name}",
                                        message_index=self.index, offset=self.offset)
+        self.check_body()
         return _located(self, dtype, limits, lazy)
 
 

@@ -133,9 +133,16 @@ def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
         else:
             types = [dtype_to_arrow(d.dtypes[i]) for i in fields]  # type: ignore[attr-defined]
     imp = pa.Array._import_from_c_capsule
+    bad: VortexIPCError | None = None
+    for j, m in enumerate(msgs):  # integrity: the bodies' checks first, in order
+        try:
+            m.check_body()
+        except VortexIPCError as e:
+            bad, msgs = e, msgs[:j]
+            break
     res = s.decode([(m.body, m.header.row_count, m.header.encodings,
                      ng.known_flags(m.header.encodings)) for m in msgs],
-                   fields, string_view, threads)
+                   fields, string_view, threads) if msgs else []
     out: list[list[Any]] = []
     for m, r in zip(msgs, res):
         if r[0] == "err":
@@ -148,6 +155,8 @@ def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
             except VortexIPCError as e:
                 raise _Partial(out, e) from None
         out.append(cols)
+    if bad is not None:
+        raise _Partial(out, bad)
     return out
 
 
@@ -191,6 +200,7 @@ def _batch(m: Message, d: dt.DType, limits: ReaderLimits, lazy: bool) -> Batch:
     checked natively now (the errors the reference builder raises, raised here) and the
     Python tree is built only if asked for; else the Python tree now."""
     if ng.enabled():
+        m.check_body()
         r = ng.stream(d, limits).validate(
             [(m.body, m.header.row_count, m.header.encodings, ng.known_flags(m.header.encodings))], 1)[0]
         if r is not None:
@@ -331,7 +341,8 @@ class StreamReader:
                  require_integrity: bool = False) -> None:
         self.limits = limits or DEFAULT_LIMITS
         self._src = _Source(source)
-        self._dec = MessageDecoder(limits=self.limits, require_integrity=require_integrity)
+        self._dec = MessageDecoder(limits=self.limits, require_integrity=require_integrity,
+                                   defer_body_checks=True)
         #: build struct fields on first use (a scan sets it: it locates errors itself)
         self._lazy_fields = False
         self._done = False
@@ -460,6 +471,8 @@ class StreamReader:
         decoded by the native core on ``threads`` threads, a window of messages at a time
         (``native_columns``). ``fields``: the root struct's fields (None: each message's
         whole array, one column)."""
+        # integrity: bodies are checksummed on a background thread while the window is framed
+        self._dec.background_checks = threads > 1
         for msgs, err in self._native_windows():
             if msgs:
                 try:
@@ -594,7 +607,8 @@ class AsyncStreamReader:
                  require_integrity: bool = False) -> None:
         self.limits = limits or DEFAULT_LIMITS
         self._stream = stream
-        self._dec = MessageDecoder(limits=self.limits, require_integrity=require_integrity)
+        self._dec = MessageDecoder(limits=self.limits, require_integrity=require_integrity,
+                                   defer_body_checks=True)
         #: build struct fields on first use (a scan sets it: it locates errors itself)
         self._lazy_fields = False
         self._done = False

@@ -279,6 +279,55 @@ def encode_message_header(
     return out
 
 
+_KV_SLOTS = struct.Struct("<HH")
+
+
+def _key_values(t: Table) -> Metadata:
+    """``Message.custom_metadata`` (slot 4): the KeyValue tables read straight off the
+    buffer (every position checked; what ``Table.tables`` and ``bytes_`` do, without an
+    object per table: each message of an integrity stream has at least one pair)."""
+    v = t.vector_raw(4, 4, "custom_metadata")
+    if v is None or not v[1]:
+        return _EMPTY_METADATA
+    start, n = v
+    buf = t.buf
+    size = len(buf)
+    unpack = _U32.unpack_from
+    pairs = []
+    for i in range(n):
+        p = start + 4 * i
+        e = p + unpack(buf, p)[0]
+        if e + 4 > size:
+            raise MalformedStreamError(f"flatbuffer table KeyValue at {e} is outside the header")
+        vt = e - _I32.unpack_from(buf, e)[0]
+        if vt < 0 or vt + 4 > size:
+            raise MalformedStreamError(f"flatbuffer vtable of KeyValue at {vt} is outside the header")
+        vt_len = _U16.unpack_from(buf, vt)[0]
+        if vt_len < 4 or vt_len % 2 or vt + vt_len > size:
+            raise MalformedStreamError(f"flatbuffer vtable of KeyValue has a bad size {vt_len}")
+        offs = _KV_SLOTS.unpack_from(buf, vt + 4) if vt_len >= 8 else \
+            ((_U16.unpack_from(buf, vt + 4)[0] if vt_len >= 6 else 0), 0)
+        kv = []
+        for off, what in zip(offs, ("key", "value")):
+            if not off:
+                kv.append(b"")
+                continue
+            f = e + off
+            if f + 4 > size:
+                raise MalformedStreamError(f"flatbuffer field KeyValue.{what} is outside the header")
+            q = f + unpack(buf, f)[0]
+            if q + 4 > size or q == f:
+                raise MalformedStreamError(
+                    f"flatbuffer field KeyValue.{what} points outside the header")
+            k = unpack(buf, q)[0]
+            if q + 4 + k > size:
+                raise MalformedStreamError(
+                    f"flatbuffer vector KeyValue.{what} of {k} elements runs past the header")
+            kv.append(bytes(buf[q + 4: q + 4 + k]))
+        pairs.append((kv[0], kv[1]))
+    return Metadata._of_pairs(tuple(pairs))
+
+
 def decode_message_header(buf) -> MessageHeader:
     t = root(buf, "Message")
     version = t.u8(0, 0, "version")
@@ -290,14 +339,7 @@ def decode_message_header(buf) -> MessageHeader:
     except ValueError:
         raise MalformedStreamError(f"unknown message header type {tag}") from None
     body_size = t.u64(3, 0, "body_size")
-    md = Metadata()
-    kv = t.tables(4, "KeyValue")
-    if kv:
-        pairs = []
-        for e in kv:
-            key = e.bytes_(0, "KeyValue.key")
-            pairs.append((key if key is not None else b"", e.bytes_(1, "KeyValue.value") or b""))
-        md = Metadata(pairs)
+    md = _key_values(t)
     h = t.table(2, "MessageHeader")
     if h is None and mtype != MessageType.DTYPE:
         raise MalformedStreamError(f"{mtype.name} message has no header table")
@@ -435,3 +477,5 @@ def encode_array_fb(root_node: FlatNode, buffers: Sequence[tuple[int, int, int]]
 
 
 _U32 = struct.Struct("<I")
+_I32 = struct.Struct("<i")
+_U16 = struct.Struct("<H")
