@@ -103,9 +103,13 @@ def _streams() -> dict[str, tuple[bytes, pa.Table]]:
 STREAMS = _streams()
 
 
-def _read(stream: bytes) -> pa.Table:
-    with vio.StreamReader(stream) as r:
+def _read(stream: bytes, limits: vio.ReaderLimits | None = None) -> pa.Table:
+    with vio.StreamReader(stream, limits=limits) as r:
         return r.read_arrow()
+
+
+#: what a damaged stream without integrity data may make the reader decode (the baseline)
+_BASELINE_LIMITS = vio.ReaderLimits(max_decoded_bytes=64 << 20)
 
 
 # -- round trips -----------------------------------------------------------------------------
@@ -358,7 +362,8 @@ def test_encoder_end_marker_needs_integrity_and_a_dtype():
 # -- the acceptance sweep: single bit flips ----------------------------------------------------
 
 
-def _flip_outcomes(stream: bytes, table: pa.Table, flips: int, seed: int) -> dict[str, int]:
+def _flip_outcomes(stream: bytes, table: pa.Table, flips: int, seed: int,
+                   limits: vio.ReaderLimits | None = None) -> dict[str, int]:
     rng = random.Random(seed)
     nbits = len(stream) * 8
     out = {"flips": 0, "integrity": 0, "truncated": 0, "other_error": 0, "same": 0, "different": 0}
@@ -368,7 +373,7 @@ def _flip_outcomes(stream: bytes, table: pa.Table, flips: int, seed: int) -> dic
         bad[pos >> 3] ^= 1 << (pos & 7)
         out["flips"] += 1
         try:
-            got = _read(bytes(bad))
+            got = _read(bytes(bad), limits)
         except vio.IntegrityError:
             out["integrity"] += 1
             continue
@@ -387,8 +392,13 @@ def test_single_bit_flips_never_change_values(name):
     stream, table = STREAMS[name]
     out = _flip_outcomes(stream, table, FLIPS, seed=sorted(STREAMS).index(name))
     if REPORT:
+        # the same flips in the stream written without integrity data, for contrast
+        plain = _stream(name, False)
+        base = _flip_outcomes(plain, table, FLIPS, seed=sorted(STREAMS).index(name),
+                              limits=_BASELINE_LIMITS)
         with open(REPORT, "a") as f:
-            f.write(json.dumps({"stream": name, "bytes": len(stream), "native": NATIVE, **out}) + "\n")
+            f.write(json.dumps({"stream": name, "bytes": len(stream), "native": NATIVE,
+                                "integrity": out, "without_integrity": base}) + "\n")
     assert out["different"] == 0, out
     # every byte of an integrity stream is covered by a checksum (or is the record's own
     # magic or checksum): no flip goes unnoticed, not even one that would decode the same
