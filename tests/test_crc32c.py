@@ -112,3 +112,31 @@ def test_native_takes_any_buffer_and_releases_the_gil():
     for t in ts:
         t.join()
     assert out == [want] * 4
+
+
+@needs_native
+@pytest.mark.parametrize("size", [0, 1, (1 << 20) - 1, 2 << 20, (2 << 20) + 5, (9 << 20) + 13])
+def test_parallel_and_combine(size):
+    n = ng.native()
+    data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
+    want = n.crc32c(data)
+    for threads in (1, 2, 3, 8):
+        assert n.crc32c(data, 0, threads) == want
+        assert n.crc32c(data, 0xDEADBEEF, threads) == n.crc32c(data, 0xDEADBEEF)
+    assert n.crc32c_start(data).result() == want
+    for cut in (0, 1, size // 3, size):
+        cut = min(cut, size)
+        assert n.crc32c_combine(n.crc32c(data[:cut]), n.crc32c(data[cut:]), size - cut) == want
+
+
+@needs_native
+def test_background_jobs_keep_their_buffer():
+    n = ng.native()
+    jobs = []
+    for i in range(20):
+        b = bytes([i]) * 300_000
+        jobs.append((n.crc32c_start(b), n.crc32c(b)))
+        del b  # the job holds its own view of the bytes
+    assert all(j.result() == want for j, want in jobs)
+    j = n.crc32c_start(bytearray(5 << 20))
+    del j  # dropped before it is done: waits for the job, then lets the buffer go

@@ -468,7 +468,7 @@ def test_async_reader_and_writer():
         async def handle(reader, writer):
             async with vio.AsyncStreamReader(reader, require_integrity=True) as r:
                 received["batches"] = [b async for b in r]
-                received["integrity"] = r._dec.integrity
+                received["integrity"] = r.integrity
             writer.close()
 
         server = await asyncio.start_server(handle, "127.0.0.1", 0)

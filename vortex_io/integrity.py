@@ -169,13 +169,14 @@ def crc32c_reference(data: Any, value: int = 0) -> int:
     return (~c) & 0xFFFFFFFF
 
 
-def crc32c(data: Any, value: int = 0) -> int:
+def crc32c(data: Any, value: int = 0, threads: int = 1) -> int:
     """CRC-32C (Castagnoli) of ``data`` (any contiguous bytes-like object), continuing
     ``value``: ``crc32c(b, crc32c(a)) == crc32c(a + b)``, as ``zlib.crc32``. The native core
     computes it (the SSE4.2 instruction where the CPU has it, with the GIL released for large
-    buffers); with ``VORTEX_IO_NATIVE=0``, ``crc32c_reference``."""
+    buffers, which from 2 MiB on are cut into pieces for up to ``threads`` threads); with
+    ``VORTEX_IO_NATIVE=0``, ``crc32c_reference``."""
     if ng.enabled():
-        return ng.native().crc32c(data, value)
+        return ng.native().crc32c(data, value, threads)
     return crc32c_reference(data, value)
 
 

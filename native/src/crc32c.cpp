@@ -10,9 +10,12 @@
 // argument (4 x 256 words), built once from its value on the 32 basis vectors.
 #include "crc32c.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "cpu.h"
+#include "pool.h"
 
 namespace vx {
 namespace {
@@ -101,7 +104,61 @@ const ShiftTable& shift_short() {
   return s;
 }
 
+// Z_{2^k} for k = 0..63 as 32x32 GF(2) matrices (column j: the image of bit j), each the
+// square of the one before (Z_1 from the byte table): Z_n is the product of those of n's bits
+struct PowerTables {
+  uint32_t m[64][32];
+  static uint32_t apply(const uint32_t* mat, uint32_t x) {
+    uint32_t v = 0;
+    for (int j = 0; x; j++, x >>= 1)
+      if (x & 1u) v ^= mat[j];
+    return v;
+  }
+  PowerTables() {
+    const auto& t = slice_tables().t;
+    for (int j = 0; j < 32; j++) {
+      uint32_t e = uint32_t(1) << j;
+      m[0][j] = t[0][e & 0xffu] ^ (e >> 8);
+    }
+    for (int k = 1; k < 64; k++)
+      for (int j = 0; j < 32; j++) m[k][j] = apply(m[k - 1], m[k - 1][j]);
+  }
+};
+
+const PowerTables& power_tables() {
+  static const PowerTables p;
+  return p;
+}
+
 }  // namespace
+
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  // crc(A + B) = Z_|B|(crc(A)) ^ crc(B) (the inversions cancel: Z is linear)
+  const auto& pt = power_tables();
+  uint32_t x = crc_a;
+  for (int k = 0; len_b; k++, len_b >>= 1)
+    if (len_b & 1u) x = PowerTables::apply(pt.m[k], x);
+  return x ^ crc_b;
+}
+
+uint32_t crc32c_parallel(const uint8_t* p, size_t n, uint32_t value, int threads) {
+  constexpr size_t kMinPiece = size_t(1) << 20;
+  if (threads > 1 && n / kMinPiece < size_t(threads)) threads = int(n / kMinPiece);
+  if (threads <= 1) return crc32c(p, n, value);
+  size_t k = size_t(threads);
+  size_t piece = (n / k + 63) & ~size_t(63);
+  std::vector<uint32_t> crcs(k, 0);
+  std::vector<size_t> lens(k, 0);
+  parallel_for(k, threads, [&](size_t i) {
+    size_t start = std::min(n, i * piece);
+    size_t len = std::min(n - start, piece);
+    lens[i] = len;
+    crcs[i] = crc32c(p + start, len, 0);
+  });
+  uint32_t c = value;
+  for (size_t i = 0; i < k; i++) c = crc32c_combine(c, crcs[i], lens[i]);
+  return c;
+}
 
 uint32_t crc32c_portable(const uint8_t* p, size_t n, uint32_t value) {
   return ~slice8(~value, p, n);

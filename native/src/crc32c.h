@@ -16,4 +16,9 @@ uint32_t crc32c(const uint8_t* p, size_t n, uint32_t value = 0);
 uint32_t crc32c_portable(const uint8_t* p, size_t n, uint32_t value = 0);
 // true when crc32c uses the instruction
 bool crc32c_hardware();
+// crc32c(a + b) from crc32c(a), crc32c(b) and len(b)
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+// crc32c on up to `threads` threads of the pool (large buffers cut into pieces, joined with
+// crc32c_combine); the same value as crc32c
+uint32_t crc32c_parallel(const uint8_t* p, size_t n, uint32_t value, int threads);
 }  // namespace vx

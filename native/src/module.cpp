@@ -611,7 +611,7 @@ PyCrcJob crc32c_start(nb::handle data) {
   out.job->p = out.data.ptr;
   out.job->n = out.data.len;
   run_in_background([job = out.job] {
-    uint32_t c = vx::crc32c(job->p, job->n, 0);
+    uint32_t c = crc32c_parallel(job->p, job->n, 0, 2);  // (several MiB: two pieces)
     {
       std::lock_guard<std::mutex> g(job->mu);
       job->crc = c;
@@ -625,7 +625,7 @@ PyCrcJob crc32c_start(nb::handle data) {
 // CRC-32C of a buffer (anything with the buffer protocol), continuing `value`; the GIL is
 // released for large buffers (the caller must not resize them meanwhile: bytes, mmap views
 // and numpy arrays are what vortex_io passes)
-uint32_t py_crc32c(nb::handle data, uint32_t value, bool portable) {
+uint32_t py_crc32c(nb::handle data, uint32_t value, bool portable, int threads = 1) {
   Py_buffer view{};
   if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
   const auto* p = static_cast<const uint8_t*>(view.buf);
@@ -633,7 +633,7 @@ uint32_t py_crc32c(nb::handle data, uint32_t value, bool portable) {
   uint32_t crc;
   if (n >= (64u << 10)) {
     nb::gil_scoped_release unlock;
-    crc = portable ? crc32c_portable(p, n, value) : vx::crc32c(p, n, value);
+    crc = portable ? crc32c_portable(p, n, value) : crc32c_parallel(p, n, value, threads);
   } else {
     crc = portable ? crc32c_portable(p, n, value) : vx::crc32c(p, n, value);
   }
@@ -659,9 +659,12 @@ NB_MODULE(_native, m) {
            nb::arg("dict_fields") = std::vector<int>())
       .def("kernel", &Stream::kernel, nb::arg("message"), nb::arg("kind"), nb::arg("op"), nb::arg("lits"),
            nb::arg("idx"), nb::arg("string_view"));
-  m.def("crc32c", [](nb::handle data, uint32_t value) { return py_crc32c(data, value, false); },
-        nb::arg("data"), nb::arg("value") = 0,
-        "CRC-32C of a buffer, continuing value (the SSE4.2 instruction where the CPU has it)");
+  m.def("crc32c", [](nb::handle data, uint32_t value, int threads) { return py_crc32c(data, value, false, threads); },
+        nb::arg("data"), nb::arg("value") = 0, nb::arg("threads") = 1,
+        "CRC-32C of a buffer, continuing value (the SSE4.2 instruction where the CPU has it; "
+        "buffers of several MiB on up to `threads` threads)");
+  m.def("crc32c_combine", &crc32c_combine, nb::arg("crc_a"), nb::arg("crc_b"), nb::arg("len_b"),
+        "crc32c(a + b) from crc32c(a), crc32c(b) and len(b)");
   m.def("crc32c_portable", [](nb::handle data, uint32_t value) { return py_crc32c(data, value, true); },
         nb::arg("data"), nb::arg("value") = 0, "crc32c by the portable slice-by-8 tables (tests)");
   nb::class_<PyCrcJob>(m, "CrcJob")

@@ -122,7 +122,7 @@ class Background {
 
  private:
   void loop() {
-    tl_in_worker = true;  // (a parallel_for in a task runs inline)
+    // (not a pool worker: a parallel_for in a task uses the pool, as the main thread's do)
     while (true) {
       std::function<void()> fn;
       {

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _native_glue as ng
 from .. import dtype as dt
 from .. import integrity as ig
 from ..array import Array
@@ -394,6 +395,8 @@ class MessageEncoder:
         self.rows = 0
         self._chain = 0  # header_crc of the previous message
         self._dtype: dt.DType | None = None
+        # large buffers are checksummed on every core
+        self._threads = ng.decode_threads(None) if integrity else 1
 
     def _frame(self, header: bytes, body_parts: list[Any], body_size: int, align: int) -> list[Any]:
         pad = (-(self.position + 4 + len(header))) % align if align > 1 else 0
@@ -408,8 +411,9 @@ class MessageEncoder:
         last four bytes, continued from the previous message's."""
         head = bytearray(_U32.pack(len(header)) + header)
         body_crc = 0
+        threads = self._threads
         for p in body_parts:
-            body_crc = ig.crc32c(p, body_crc)
+            body_crc = ig.crc32c(p, body_crc, threads)
         _U32.pack_into(head, len(head) - 8, body_crc)
         self._chain = ig.crc32c(memoryview(head)[:-4], self._chain)
         _U32.pack_into(head, len(head) - 4, self._chain)

@@ -648,6 +648,11 @@ class AsyncStreamReader:
                 # complete messages still buffered come out first; a cut one raises
                 dec.end_of_input()
 
+    @property
+    def integrity(self) -> bool:
+        """True when the stream carries integrity data (every message is verified)."""
+        return bool(self._dec.integrity)
+
     async def open(self) -> AsyncStreamReader:
         """Read the DType message (done by ``async with``)."""
         if self.dtype is not None:
