@@ -12,6 +12,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 import flatbuffers
 
@@ -282,6 +283,23 @@ def encode_message_header(
 _KV_SLOTS = struct.Struct("<HH")
 
 
+def _kv_field(buf: Any, size: int, e: int, off: int, what: str) -> bytes:
+    """The byte vector of a KeyValue field at table position ``e`` + vtable offset ``off``."""
+    if not off:
+        return b""
+    f = e + off
+    if f + 4 > size:
+        raise MalformedStreamError(f"flatbuffer field KeyValue.{what} is outside the header")
+    q = f + _U32.unpack_from(buf, f)[0]
+    if q + 4 > size or q == f:
+        raise MalformedStreamError(f"flatbuffer field KeyValue.{what} points outside the header")
+    k = _U32.unpack_from(buf, q)[0]
+    if q + 4 + k > size:
+        raise MalformedStreamError(
+            f"flatbuffer vector KeyValue.{what} of {k} elements runs past the header")
+    return bytes(buf[q + 4: q + 4 + k])
+
+
 def _key_values(t: Table) -> Metadata:
     """``Message.custom_metadata`` (slot 4): the KeyValue tables read straight off the
     buffer (every position checked; what ``Table.tables`` and ``bytes_`` do, without an
@@ -292,39 +310,22 @@ def _key_values(t: Table) -> Metadata:
     start, n = v
     buf = t.buf
     size = len(buf)
-    unpack = _U32.unpack_from
     pairs = []
-    for i in range(n):
-        p = start + 4 * i
-        e = p + unpack(buf, p)[0]
+    for p in range(start, start + 4 * n, 4):
+        e = p + _U32.unpack_from(buf, p)[0]
         if e + 4 > size:
             raise MalformedStreamError(f"flatbuffer table KeyValue at {e} is outside the header")
         vt = e - _I32.unpack_from(buf, e)[0]
         if vt < 0 or vt + 4 > size:
             raise MalformedStreamError(f"flatbuffer vtable of KeyValue at {vt} is outside the header")
         vt_len = _U16.unpack_from(buf, vt)[0]
-        if vt_len < 4 or vt_len % 2 or vt + vt_len > size:
+        if vt_len < 4 or vt_len & 1 or vt + vt_len > size:
             raise MalformedStreamError(f"flatbuffer vtable of KeyValue has a bad size {vt_len}")
-        offs = _KV_SLOTS.unpack_from(buf, vt + 4) if vt_len >= 8 else \
-            ((_U16.unpack_from(buf, vt + 4)[0] if vt_len >= 6 else 0), 0)
-        kv = []
-        for off, what in zip(offs, ("key", "value")):
-            if not off:
-                kv.append(b"")
-                continue
-            f = e + off
-            if f + 4 > size:
-                raise MalformedStreamError(f"flatbuffer field KeyValue.{what} is outside the header")
-            q = f + unpack(buf, f)[0]
-            if q + 4 > size or q == f:
-                raise MalformedStreamError(
-                    f"flatbuffer field KeyValue.{what} points outside the header")
-            k = unpack(buf, q)[0]
-            if q + 4 + k > size:
-                raise MalformedStreamError(
-                    f"flatbuffer vector KeyValue.{what} of {k} elements runs past the header")
-            kv.append(bytes(buf[q + 4: q + 4 + k]))
-        pairs.append((kv[0], kv[1]))
+        if vt_len >= 8:
+            ko, vo = _KV_SLOTS.unpack_from(buf, vt + 4)
+        else:
+            ko, vo = (_U16.unpack_from(buf, vt + 4)[0] if vt_len >= 6 else 0), 0
+        pairs.append((_kv_field(buf, size, e, ko, "key"), _kv_field(buf, size, e, vo, "value")))
     return Metadata._of_pairs(tuple(pairs))
 
 
