@@ -601,3 +601,30 @@ def itertools_take(it, n):
     for _ in range(n):
         out.append(next(iter(it)))
     return out
+
+
+def test_integrity_error_is_exported_and_malformed():
+    assert issubclass(vio.IntegrityError, vio.MalformedStreamError)
+    assert "IntegrityError" in vio.__all__ and vio.errors.IntegrityError is vio.IntegrityError
+    e = vio.IntegrityError("x", message_index=3, offset=99)
+    assert str(e) == "x (message 3, byte offset 99)"
+
+
+def test_adapters_read_and_verify(tmp_path):
+    pl = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    stream, table = STREAMS["trades-compressed"]
+    good, bad = tmp_path / "good.vxipc", tmp_path / "bad.vxipc"
+    good.write_bytes(stream)
+    flipped = bytearray(stream)
+    flipped[len(flipped) // 2] ^= 0x20
+    bad.write_bytes(bytes(flipped))
+    vio.register_polars()
+    assert pl.scan_vortex_ipc(str(good)).select(pl.len()).collect().item() == table.num_rows
+    with pytest.raises(Exception, match="checksum mismatch"):
+        pl.scan_vortex_ipc(str(bad)).collect()
+    con = duckdb.connect()
+    vio.register_duckdb(con)
+    assert con.execute(f"SELECT count(*) FROM vortex_ipc('{good}')").fetchall() == [(table.num_rows,)]
+    with pytest.raises(Exception, match="checksum mismatch"):
+        con.execute(f"SELECT sum(size) FROM vortex_ipc('{bad}')").fetchall()
