@@ -7,7 +7,7 @@ FUZZ_STAMP := $(VENV)/.fuzz-stamp
 FUZZ_SECONDS ?= 600
 FUZZ_MUTATIONS ?= 10000
 
-.PHONY: native demo test bench bench-memory lint fuzz fuzz-mutations fuzz-native fuzz-native-build test-asan clean
+.PHONY: native demo test bench bench-memory lint fuzz fuzz-mutations integrity-sweep fuzz-native fuzz-native-build test-asan clean
 
 NATIVE_STAMP := $(VENV)/.native-stamp
 NATIVE_SRC := native/CMakeLists.txt $(wildcard native/src/*.cpp native/src/*.h)
@@ -60,6 +60,14 @@ fuzz: $(FUZZ_STAMP)
 # FUZZ_MUTATIONS sandboxed mutants of every seed stream (the issue's 10,000-input run)
 fuzz-mutations: $(STAMP)
 	FUZZ_MUTATIONS=$(FUZZ_MUTATIONS) FUZZ_REPORT=fuzz/sweep-report.json $(PY) -m pytest -q -s tests/test_fuzz.py -k sweep
+
+# issue 17's acceptance sweep at full size: INTEGRITY_FLIPS single bit flips per stream
+# (4 streams) and every message-boundary cut; the numbers go to fuzz/integrity-sweep.jsonl
+INTEGRITY_FLIPS ?= 25000
+integrity-sweep: $(STAMP)
+	rm -f fuzz/integrity-sweep.jsonl
+	INTEGRITY_FLIPS=$(INTEGRITY_FLIPS) INTEGRITY_REPORT=fuzz/integrity-sweep.jsonl $(PY) -m pytest -q tests/test_integrity.py -k "flips_never or boundary"
+	cat fuzz/integrity-sweep.jsonl
 
 # -- the native core under sanitizers (see fuzz/README.md, "The native core") ---------------
 

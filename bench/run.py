@@ -8,7 +8,7 @@ pyarrow's uncompressed Arrow IPC) and ``codecs`` (issue 3: compressed stream byt
 and decode time against vortex-data, Arrow IPC none/lz4/zstd and Parquet zstd, with the
 encodings chosen per column) here; ``decode``, ``scan``, ``adapters`` (issue 19; ``--only
 issue19`` runs the three and prints the bars of ``bench/bars.py``), ``polars``, ``duckdb``,
-``inverted_index`` in their modules. New groups register with ``@group(...)`` below (or in
+``inverted_index``, ``integrity`` in their modules. New groups register with ``@group(...)`` below (or in
 a module imported here). Results print as tables and are written as JSON under bench/out/.
 """
 
@@ -291,6 +291,7 @@ def profile_core_read(rows: int, repeat: int = 20, top: int = 25) -> None:
 import bench.bench_adapters  # noqa: E402  (registers the adapters group)
 import bench.bench_decode  # noqa: E402  (registers the decode group)
 import bench.bench_duckdb  # noqa: E402  (registers the duckdb group)
+import bench.bench_integrity as _bench_integrity  # noqa: E402, F401  (registers integrity)
 import bench.bench_inverted_index as _bench_ii  # noqa: E402, F401  (registers inverted_index)
 import bench.bench_polars  # noqa: E402, F401  (registers the polars group)
 import bench.bench_scan as _bench_scan  # noqa: E402, F401  (registers the scan group)

@@ -119,13 +119,15 @@ SMALL = [k for k in NAMES if len(SEEDS[k]) <= 700]
 
 @pytest.mark.parametrize("name", SMALL)
 def test_truncation_at_every_offset(name):
-    """A cut between messages is a shorter complete stream; any other cut is a
+    """A cut between messages is a shorter complete stream (with integrity data: a
+    TruncatedStreamError too, the end marker missing); any other cut is a
     TruncatedStreamError at exactly the cut offset."""
     data = SEEDS[name]
     bounds = set(np.cumsum([0] + [len(p) for p in split_messages(data)]).tolist())
+    integrity = vio.StreamReader(data).integrity
     for cut in range(1, len(data)):
         prefix = data[:cut]
-        if cut in bounds:
+        if cut in bounds and not integrity:
             assert consume(prefix, scans=False) == "ok", cut
             continue
         with pytest.raises(vio.TruncatedStreamError) as ei:

@@ -14,11 +14,12 @@ True
 
 from typing import Any
 
-from . import compute, dtype, expr
+from . import compute, dtype, expr, integrity
 from . import encodings as _encodings
 from .array import Array, Encoding, get_encoding, register_encoding, registered_encodings
 from .compress import CompressOptions, compress
 from .errors import (
+    IntegrityError,
     LimitExceededError,
     MalformedStreamError,
     TruncatedStreamError,
@@ -52,6 +53,7 @@ __all__ = [
     "AsyncStreamWriter",
     "Batch",
     "Encoding",
+    "IntegrityError",
     "LimitExceededError",
     "MalformedStreamError",
     "MessageDecoder",
@@ -72,6 +74,7 @@ __all__ = [
     "dtype",
     "expr",
     "get_encoding",
+    "integrity",
     "read_ipc",
     "register_encoding",
     "register_polars",

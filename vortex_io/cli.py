@@ -1,4 +1,4 @@
-"""The ``vortex-ipc`` command: convert, inspect, head, schema, sql.
+"""The ``vortex-ipc`` command: convert, inspect, head, schema, sql, verify.
 
     vortex-ipc convert trades.parquet trades.vxipc          # any direction, by extension
     vortex-ipc convert in.arrows out.csv --from arrows --to csv
@@ -6,6 +6,8 @@
     vortex-ipc head trades.vxipc -n 5
     vortex-ipc schema trades.vxipc
     vortex-ipc sql trades.vxipc "SELECT symbol, count(*) FROM t GROUP BY 1"
+    vortex-ipc verify trades.vxipc                          # checksums, end marker, every message
+    vortex-ipc convert trades.parquet trades.vxipc --integrity
 
 Formats: Vortex IPC (``.vxipc``), Arrow IPC stream (``.arrows``), Arrow IPC file
 (``.arrow``, ``.feather``), Parquet (``.parquet``), CSV (``.csv``). Conversion streams
@@ -172,11 +174,15 @@ class _Progress:
 
 def convert(src: str, dst: str, *, src_fmt: str | None = None, dst_fmt: str | None = None,
             chunk_rows: int = 65_536, compress: bool = True,
-            encodings: dict[str, str] | None = None, progress: bool = False) -> int:
-    """Convert between formats; returns the number of rows written."""
+            encodings: dict[str, str] | None = None, progress: bool = False,
+            integrity: bool = False) -> int:
+    """Convert between formats; returns the number of rows written. ``integrity``: write
+    Vortex IPC with CRC-32C records and an end marker (``vortex_io.integrity``)."""
     import pyarrow as pa
 
     fi, fo = _format_of(src, src_fmt), _format_of(dst, dst_fmt)
+    if integrity and fo != "vxipc":
+        raise UsageError("--integrity applies to Vortex IPC output only")
     if not os.path.exists(src):
         raise FileNotFoundError(f"{src}: no such file")
     schema, stream_md, batches = _read(src, fi, chunk_rows)
@@ -185,7 +191,7 @@ def convert(src: str, dst: str, *, src_fmt: str | None = None, dst_fmt: str | No
         import vortex_io as vio
 
         with vio.StreamWriter(dst, schema, metadata=stream_md, compress=compress,
-                              encodings=encodings) as w:
+                              encodings=encodings, integrity=integrity) as w:
             for b, md in _rechunk(batches, chunk_rows):
                 w.write(b, metadata=md)
                 prog.add(b.num_rows)
@@ -334,6 +340,47 @@ def _print_tree(node: dict[str, Any], indent: str, label: str = "") -> None:
         _print_tree(c, indent + "  ", f"{name}: ")
 
 
+# -- verify ---------------------------------------------------------------------------------------
+
+
+def verify_stream(path: str, *, require_integrity: bool = False) -> str:
+    """Check a whole stream: frame every message (verifying its checksums and the end
+    marker when the stream has integrity data) and decode every batch. Returns the one-line
+    summary; raises the first problem (a ``VortexIPCError``)."""
+    from .ipc.reader import StreamReader
+
+    size = os.path.getsize(path)
+    rows = batches = 0
+    with StreamReader(path, require_integrity=require_integrity) as r:
+        for b in r:
+            b.to_arrow()
+            rows += b.num_rows
+            batches += 1
+        integrity = r.integrity
+        messages = r._dec.messages_decoded
+    what = ("yes (CRC-32C per message, end marker)" if integrity
+            else "no (no checksums: corruption cannot be detected)")
+    return (f"{path}: ok, {messages} messages ({batches} batches), {rows:,} rows, "
+            f"{size:,} bytes, integrity {what}")
+
+
+def _verify(paths: list[str], require_integrity: bool) -> int:
+    """``verify``: one line per file on stdout; 1 if any failed."""
+    from .errors import VortexIPCError
+
+    status = 0
+    for path in paths:
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no such file")
+        try:
+            print(verify_stream(path, require_integrity=require_integrity))
+        except VortexIPCError as e:
+            e.source = None  # (the line names the file first)
+            print(f"{path}: FAILED: {type(e).__name__}: {e}")
+            status = 1
+    return status
+
+
 # -- main -----------------------------------------------------------------------------------------
 
 
@@ -350,6 +397,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--encoding", action="append", default=[], metavar="COLUMN=ID",
                    help="force an encoding for a column (repeatable)")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    c.add_argument("--integrity", action="store_true",
+                   help="Vortex IPC output: a CRC-32C per message and an end marker")
     i = sub.add_parser("inspect", help="messages, chunks, encodings, statistics, metadata")
     i.add_argument("file")
     i.add_argument("--json", action="store_true", help="machine-readable output")
@@ -361,6 +410,10 @@ def _parser() -> argparse.ArgumentParser:
     q = sub.add_parser("sql", help="run SQL with DuckDB; the stream is the table t")
     q.add_argument("file")
     q.add_argument("query")
+    v = sub.add_parser("verify", help="check whole streams: checksums, end marker, every message")
+    v.add_argument("files", nargs="+", metavar="FILE")
+    v.add_argument("--require-integrity", action="store_true",
+                   help="fail streams written without integrity data")
     return p
 
 
@@ -376,8 +429,10 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError("--chunk-rows must be positive")
         n = convert(args.input, args.output, src_fmt=args.src_fmt, dst_fmt=args.dst_fmt,
                     chunk_rows=args.chunk_rows, compress=not args.no_compress,
-                    encodings=enc or None, progress=not args.quiet)
+                    encodings=enc or None, progress=not args.quiet, integrity=args.integrity)
         return 0 if n >= 0 else 1
+    if args.cmd == "verify":
+        return _verify(args.files, args.require_integrity)
     if args.cmd in ("inspect", "head", "schema", "sql") and not os.path.exists(args.file):
         raise FileNotFoundError(f"{args.file}: no such file")
     if args.cmd == "inspect":

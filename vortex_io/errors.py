@@ -17,6 +17,7 @@ __all__ = [
     "VortexIPCError",
     "MalformedStreamError",
     "TruncatedStreamError",
+    "IntegrityError",
     "UnsupportedError",
     "LimitExceededError",
 ]
@@ -78,6 +79,13 @@ class MalformedStreamError(VortexIPCError):
 
 class TruncatedStreamError(MalformedStreamError):
     """The input ended inside a message. ``offset`` is where the input ended."""
+
+
+class IntegrityError(MalformedStreamError):
+    """A stream written with integrity data fails its checks: a checksum does not match, a
+    message lacks its integrity record, or the end marker disagrees with the stream
+    (``vortex_io.integrity``); or a reader with ``require_integrity=True`` met a stream
+    without integrity data. ``offset`` is where the failing message starts."""
 
 
 class UnsupportedError(VortexIPCError):

@@ -107,6 +107,13 @@ class Metadata(Mapping[bytes, bytes]):
                 pairs.append((_b(k, "key"), _b(v, "value")))
         self._pairs = tuple(pairs)
 
+    @classmethod
+    def _of_pairs(cls, pairs: tuple[tuple[bytes, bytes], ...]) -> Metadata:
+        """A Metadata of (bytes, bytes) pairs as they are (a decoder's: no conversion)."""
+        m = cls.__new__(cls)
+        m._pairs = pairs
+        return m
+
     # Mapping interface (first value wins for lookups)
     def __getitem__(self, key: str | bytes) -> bytes:
         k = _b(key, "key")

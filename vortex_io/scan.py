@@ -356,6 +356,7 @@ class Scan:
                  for f in outf}
         imp = pa.Array._import_from_c_capsule
         threads = ng.decode_threads(self.threads)
+        reader._dec.background_checks = threads > 1
         err: VortexIPCError | None = None
 
         def fill(window: int) -> list[Any]:
@@ -375,6 +376,11 @@ class Scan:
                 if program is None and b.skip:
                     rows = m.header.row_count
                     if rows <= b.skip:  # without a filter the offset skips rows undecoded
+                        try:
+                            m.check_body()  # (verified all the same)
+                        except VortexIPCError as e:
+                            err = e.locate(source=reader._src.name)
+                            break
                         b.skip -= rows
                         with stats._lock:
                             stats.chunks += 1
@@ -383,6 +389,16 @@ class Scan:
                     b.skip = 0
                     continue
                 pending.append((m, 0))
+            # the bodies' integrity checks (computed in the background while the window was
+            # framed): a failure ends the window before that message (it is raised after the
+            # batches before it, and before any later framing error)
+            for j, (m, _) in enumerate(pending):
+                try:
+                    m.check_body()
+                except VortexIPCError as e:
+                    err = e.locate(source=reader._src.name)
+                    del pending[j:]
+                    break
             return pending
 
         def run(pending: list[Any]) -> Any:

@@ -17,19 +17,18 @@ MessageHeaderIn parse_message_header(Bytes b) {
   if (h.type < 1 || h.type > 3) malformed("unknown message header type ", int(h.type));
   h.body_size = t.scalar<uint64_t>(3, 0, "body_size");
   uint64_t start = 0, n = 0;
-  if (t.vector(4, 4, "KeyValue", &start, &n) && n) {
+  // custom_metadata: each KeyValue table checked, then its key and value (schema.py's
+  // _key_values, in its order)
+  if (t.vector(4, 4, "custom_metadata", &start, &n) && n) {
     h.has_metadata = true;
-    std::vector<fb::Table> kv;
-    kv.reserve(size_t(n));
+    h.metadata.reserve(size_t(n));
     for (uint64_t i = 0; i < n; i++) {
       const uint64_t p = start + 4 * i;
-      kv.emplace_back(b, p + load<uint32_t>(b.p + p), "KeyValue");
-    }
-    for (const fb::Table& e : kv) {
+      const fb::Table e(b, p + load<uint32_t>(b.p + p), "KeyValue");
       Bytes key, value;
       uint64_t s0 = 0, k = 0;
-      if (e.vector(0, 1, "KeyValue.key", &s0, &k)) key = Bytes(b.p + s0, size_t(k));
-      if (e.vector(1, 1, "KeyValue.value", &s0, &k)) value = Bytes(b.p + s0, size_t(k));
+      if (e.vector(0, 1, "key", &s0, &k)) key = Bytes(b.p + s0, size_t(k));
+      if (e.vector(1, 1, "value", &s0, &k)) value = Bytes(b.p + s0, size_t(k));
       h.metadata.emplace_back(key, value);
     }
   }

@@ -11,9 +11,12 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 
 #include "arrow_c.h"
+#include "crc32c.h"
 #include "kernels.h"
 #include "message.h"
 #include "pool.h"
@@ -602,6 +605,82 @@ class Stream {
   const DType* root_;
 };
 
+// A CRC-32C computed on the background thread (crc32c_start): Python frames the next
+// messages meanwhile and asks for the result (waiting with the GIL released) before the
+// body is used. The Python object keeps the buffer's view; the background thread sees only
+// the bytes and the job's state (it never touches Python), and the object waits for the job
+// before it lets the view go.
+struct CrcJob {
+  const uint8_t* p = nullptr;
+  size_t n = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  uint32_t crc = 0;
+  void wait() {
+    std::unique_lock<std::mutex> g(mu);
+    cv.wait(g, [&] { return done; });
+  }
+};
+
+struct PyCrcJob {
+  Buf data;
+  std::shared_ptr<CrcJob> job;
+  PyCrcJob() = default;
+  PyCrcJob(PyCrcJob&&) = default;
+  PyCrcJob& operator=(PyCrcJob&&) = default;
+  PyCrcJob(const PyCrcJob&) = delete;
+  ~PyCrcJob() {
+    if (job) job->wait();  // (microseconds: the bytes must outlive the job)
+  }
+  uint32_t result() {
+    {
+      std::lock_guard<std::mutex> g(job->mu);
+      if (job->done) return job->crc;
+    }
+    nb::gil_scoped_release unlock;
+    job->wait();
+    return job->crc;
+  }
+};
+
+PyCrcJob crc32c_start(nb::handle data) {
+  PyCrcJob out;
+  out.data = buf_of(data);
+  out.job = std::make_shared<CrcJob>();
+  out.job->p = out.data.ptr;
+  out.job->n = out.data.len;
+  run_in_background([job = out.job] {
+    uint32_t c = crc32c_parallel(job->p, job->n, 0, 2);  // (several MiB: two pieces)
+    {
+      std::lock_guard<std::mutex> g(job->mu);
+      job->crc = c;
+      job->done = true;
+    }
+    job->cv.notify_all();
+  });
+  return out;
+}
+
+// CRC-32C of a buffer (anything with the buffer protocol), continuing `value`; the GIL is
+// released for large buffers (the caller must not resize them meanwhile: bytes, mmap views
+// and numpy arrays are what vortex_io passes)
+uint32_t py_crc32c(nb::handle data, uint32_t value, bool portable, int threads = 1) {
+  Py_buffer view{};
+  if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+  const auto* p = static_cast<const uint8_t*>(view.buf);
+  size_t n = size_t(view.len);
+  uint32_t crc;
+  if (n >= (64u << 10)) {
+    nb::gil_scoped_release unlock;
+    crc = portable ? crc32c_portable(p, n, value) : crc32c_parallel(p, n, value, threads);
+  } else {
+    crc = portable ? crc32c_portable(p, n, value) : vx::crc32c(p, n, value);
+  }
+  PyBuffer_Release(&view);
+  return crc;
+}
+
 }  // namespace
 
 namespace vx {
@@ -620,6 +699,19 @@ NB_MODULE(_native, m) {
            nb::arg("dict_fields") = std::vector<int>())
       .def("kernel", &Stream::kernel, nb::arg("message"), nb::arg("kind"), nb::arg("op"), nb::arg("lits"),
            nb::arg("idx"), nb::arg("string_view"));
+  m.def("crc32c", [](nb::handle data, uint32_t value, int threads) { return py_crc32c(data, value, false, threads); },
+        nb::arg("data"), nb::arg("value") = 0, nb::arg("threads") = 1,
+        "CRC-32C of a buffer, continuing value (the SSE4.2 instruction where the CPU has it; "
+        "buffers of several MiB on up to `threads` threads)");
+  m.def("crc32c_combine", &crc32c_combine, nb::arg("crc_a"), nb::arg("crc_b"), nb::arg("len_b"),
+        "crc32c(a + b) from crc32c(a), crc32c(b) and len(b)");
+  m.def("crc32c_portable", [](nb::handle data, uint32_t value) { return py_crc32c(data, value, true); },
+        nb::arg("data"), nb::arg("value") = 0, "crc32c by the portable slice-by-8 tables (tests)");
+  nb::class_<PyCrcJob>(m, "CrcJob")
+      .def("result", &PyCrcJob::result, "the CRC-32C (waits for the background thread)");
+  m.def("crc32c_start", &crc32c_start, nb::arg("data"),
+        "start the CRC-32C of a buffer on the background thread; .result() waits for it");
+  m.def("crc32c_hardware", &crc32c_hardware, "True when crc32c uses the SSE4.2 instruction");
   m.def("encodings", &native_encoding_ids, "IDs of the encodings the native core decodes");
   m.def("message_header", &message_header, nb::arg("header"),
         "The Message flatbuffer of a message header (ipc/schema.decode_message_header's twin)");

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -100,7 +101,48 @@ class Pool {
   std::vector<std::thread> workers_;
 };
 
+// One thread running queued tasks in order (run_in_background).
+class Background {
+ public:
+  static Background& get() {
+    static Background* b = new Background();  // never destroyed, as the pool
+    return *b;
+  }
+  void submit(std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (!started_) {
+        std::thread([this] { loop(); }).detach();
+        started_ = true;
+      }
+      q_.push_back(std::move(fn));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void loop() {
+    // (not a pool worker: a parallel_for in a task uses the pool, as the main thread's do)
+    while (true) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> g(mu_);
+        cv_.wait(g, [&] { return !q_.empty(); });
+        fn = std::move(q_.front());
+        q_.pop_front();
+      }
+      fn();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> q_;
+  bool started_ = false;
+};
+
 }  // namespace
+
+void run_in_background(std::function<void()> fn) { Background::get().submit(std::move(fn)); }
 
 int hardware_threads() {
   unsigned h = std::thread::hardware_concurrency();

@@ -12,6 +12,10 @@
 namespace vx {
 
 void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn);
+// Run fn on the one background thread (started on first use), after the tasks queued
+// before it: work the caller overlaps with its own (the checksums of message bodies while
+// Python frames the next messages). fn must not throw and never touches Python.
+void run_in_background(std::function<void()> fn);
 // the number of hardware threads (at least 1)
 int hardware_threads();
 

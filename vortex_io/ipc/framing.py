@@ -18,6 +18,27 @@ A frame is ``[u32 LE header length N][N bytes Message flatbuffer][body_size byte
 >>> [m.type.name for m in dec]
 ['DTYPE', 'ARRAY']
 >>> dec.end_of_input()  # exactly between messages: a complete stream
+
+With ``MessageEncoder(integrity=True)`` every message carries a checksum record and
+``end_marker()`` ends the stream (``vortex_io.integrity``); the decoder verifies each
+message before handing it out, and a stream with integrity data that stops before its end
+marker is cut:
+
+>>> enc = MessageEncoder(integrity=True)
+>>> data = b"".join(bytes(p) for p in enc.dtype_message(vio.dtype.int64()))
+>>> data += b"".join(bytes(p) for p in enc.array_message(vio.array([1, 2, 3])))
+>>> dec = MessageDecoder()
+>>> dec.feed(data)
+>>> [(m.type.name, m.verified) for m in dec]
+[('DTYPE', True), ('ARRAY', True)]
+>>> dec.end_of_input()
+Traceback (most recent call last):
+...
+vortex_io.errors.TruncatedStreamError: the stream carries integrity data but ends after message 1 without its end marker (message 2, byte offset 444)
+>>> dec = MessageDecoder()
+>>> dec.feed(data + b"".join(bytes(p) for p in enc.end_marker()))
+>>> [(m.type.name, m.end_marker) for m in dec], dec.finished
+([('DTYPE', False), ('ARRAY', False), ('ARRAY', True)], True)
 """
 
 from __future__ import annotations
@@ -29,9 +50,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import _native_glue as ng
 from .. import dtype as dt
+from .. import integrity as ig
 from ..array import Array
 from ..errors import (
+    IntegrityError,
     LimitExceededError,
     MalformedStreamError,
     TruncatedStreamError,
@@ -40,12 +64,14 @@ from ..errors import (
 )
 from ..limits import DEFAULT_LIMITS, ReaderLimits
 from ..metadata import Metadata, MetadataLike
-from .messages import Message, aligned_empty, array_body_parts
+from .flatbuf import root
+from .messages import Message, aligned_empty, body_layout, serialize_array
 from .schema import MessageType, decode_message_header, encode_dtype, encode_message_header
 
 __all__ = ["MessageDecoder", "MessageEncoder"]
 
 _U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
 _LEN, _HEADER, _BODY = 0, 1, 2
 #: the stream alignment the writer plans buffers for (and the decoder preserves on copies)
 STREAM_ALIGNMENT = 64
@@ -57,10 +83,36 @@ class MessageDecoder:
     ``feed`` keeps references to what it is given (no copy) when a message lies within
     one fed chunk, so message bodies are views of the input; a message split across
     chunks is copied once into aligned memory. Do not mutate fed buffers afterwards.
+
+    Integrity data (``vortex_io.integrity``) is verified whenever the stream carries it:
+    each header's checksum before the header is parsed, each body's before the message is
+    handed out (``defer_body_checks=True``: Array messages come out with the check pending,
+    done by ``Message.check_body``, which ``Message.array()`` and the readers' native decode
+    call first), the end marker's counts, and that the input does not stop before the end
+    marker (``TruncatedStreamError``) or go on after it (``IntegrityError``). ``finished``
+    turns true at the end marker, which comes out as a message with ``end_marker`` set.
+    ``require_integrity=True`` refuses a stream whose first message has no record.
     """
 
-    def __init__(self, *, limits: ReaderLimits | None = None) -> None:
+    def __init__(self, *, limits: ReaderLimits | None = None,
+                 require_integrity: bool = False, defer_body_checks: bool = False) -> None:
         self.limits = limits or DEFAULT_LIMITS
+        #: refuse a stream whose first message carries no integrity record
+        self.require_integrity = require_integrity
+        #: Array messages come out with their body's check pending (``Message.check_body``,
+        #: which ``Message.array()`` and the native decode call): the readers' mode
+        self.defer_body_checks = defer_body_checks
+        #: (deferred checks) compute large bodies' checksums on the native core's background
+        #: thread while the next messages are framed
+        self.background_checks = False
+        #: whether the stream carries integrity data (None until its first header is read)
+        self.integrity: bool | None = None
+        self._chain = 0  # header_crc of the previous message
+        self._body_crc = 0
+        self._verified = False
+        self._end: tuple[int, int] | None = None  # the current message's end-marker counts
+        self._rows = 0  # rows of the Array messages so far
+        self._finished = False
         self._chunks: deque[np.ndarray] = deque()
         self._buffered = 0
         self._consumed = 0  # stream offset of the first buffered byte
@@ -107,6 +159,12 @@ class MessageDecoder:
         """True when no partial message is buffered."""
         return self._state == _LEN and self._buffered == 0
 
+    @property
+    def finished(self) -> bool:
+        """True once the stream's end marker was decoded (integrity streams only): the
+        stream is complete, and bytes after it are an error."""
+        return self._finished
+
     # -- output ------------------------------------------------------------------------
     def _take(self, n: int) -> np.ndarray:
         """Remove and return the next ``n`` buffered bytes (zero-copy when contiguous)."""
@@ -145,6 +203,8 @@ class MessageDecoder:
         if self._error is not None:
             raise self._error
         lim = self.limits
+        if self._finished and self._buffered:
+            self._trailing()
         while self._buffered >= self._need:
             if self._state == _LEN:
                 self._msg_offset = self._consumed
@@ -158,10 +218,20 @@ class MessageDecoder:
                 self._state, self._need = _HEADER, n
             elif self._state == _HEADER:
                 raw = self._take(self._need)
+                # the integrity record is checked from the framing alone, before any byte of
+                # the header is interpreted
+                rec = ig.tail_record(raw)
+                if rec is not None:
+                    want = ig.header_crc(_U32.pack(self._header_len), raw, self._chain)
+                    if want != rec[1]:
+                        raise self._fail(IntegrityError(
+                            f"header checksum mismatch: the record says {rec[1]:#010x}, the "
+                            f"header (chained from the previous message) gives {want:#010x}"))
                 try:
                     hdr = decode_message_header(memoryview(raw))
                 except VortexIPCError as e:
                     raise self._fail(e) from None
+                self._check_record(hdr, raw, rec)
                 if hdr.body_size > lim.max_body_bytes:
                     raise self._fail(LimitExceededError(
                         f"message body of {hdr.body_size} bytes exceeds the limit of {lim.max_body_bytes}"))
@@ -169,14 +239,92 @@ class MessageDecoder:
                 self._state, self._need = _BODY, hdr.body_size
             else:
                 body = self._take(self._need) if self._need else np.zeros(0, dtype=np.uint8)
-                msg = Message(self._index, self._msg_offset, self._header, body, self._header_len)
+                hdr = self._header
+                msg = Message(self._index, self._msg_offset, hdr, body, self._header_len,
+                              verified=self._verified)
+                if self._verified:
+                    if (self.defer_body_checks and hdr.type == MessageType.ARRAY
+                            and self._end is None):
+                        msg.verified = False
+                        msg.pending_crc = self._body_crc
+                        if self.background_checks:
+                            msg.crc_job = ig.crc32c_start(body)
+                    else:
+                        got = ig.crc32c(body)
+                        if got != self._body_crc:
+                            raise self._fail(IntegrityError(
+                                f"body checksum mismatch: the record says {self._body_crc:#010x}, "
+                                f"the {body.nbytes}-byte body gives {got:#010x}"))
+                if self._end is not None:
+                    self._check_end(*self._end)
+                    msg.end_marker = True
+                    self._finished = True
+                elif hdr.type == MessageType.ARRAY:
+                    self._rows += hdr.row_count
                 self._index += 1
                 self._header = None
                 self._state, self._need = _LEN, 4
                 return msg
-        if self._ended and not self.at_boundary:
-            self._raise_truncated()
+        if self._ended:
+            self._check_ended()
         return None
+
+    def _check_record(self, hdr: Any, raw: np.ndarray, rec: tuple[int, int] | None) -> None:
+        """After a header parsed: its integrity record agrees with the stream's (every
+        message has one or none does), and the end marker's counts are read."""
+        values: list[bytes] = []
+        end: list[bytes] = []
+        for k, v in hdr.custom_metadata._pairs:
+            if k.startswith(ig.RESERVED_PREFIX):
+                if k == ig.CRC_KEY:
+                    values.append(v)
+                elif k == ig.END_KEY:
+                    end.append(v)
+        first = self._index == 0
+        if rec is None:
+            if values:
+                raise self._fail(IntegrityError(
+                    "the message's integrity record is not where it belongs (the last "
+                    f"{ig.RECORD_SIZE} bytes of its header): damaged"))
+            if first:
+                self.integrity = False
+                if self.require_integrity:
+                    raise self._fail(IntegrityError(
+                        "the stream carries no integrity data (require_integrity=True)"))
+            elif self.integrity:
+                raise self._fail(IntegrityError(
+                    "the message has no integrity record; the stream's first message has one"))
+            self._verified = False
+            if end:
+                raise self._fail(IntegrityError(
+                    "an end marker in a stream without integrity data"))
+            self._end = None
+            return
+        if len(values) != 1 or values[0] != raw[-ig.RECORD_SIZE:].tobytes():
+            raise self._fail(IntegrityError(
+                "the header's last bytes are not its one vortex_io.crc32c value"))
+        if first:
+            self.integrity = True
+        elif not self.integrity:
+            raise self._fail(IntegrityError(
+                "the message has an integrity record; the stream's first message has none"))
+        self._verified = True
+        self._body_crc = rec[0]
+        self._chain = rec[1]
+        self._end = None
+        if end:
+            counts = ig.parse_end_value(end[0]) if len(end) == 1 else None
+            if counts is None or hdr.type != MessageType.ARRAY or hdr.row_count != 0:
+                raise self._fail(IntegrityError(
+                    "a malformed end marker (it must be one zero-row Array message with one "
+                    "16-byte vortex_io.end value)"))
+            self._end = counts
+
+    def _check_end(self, messages: int, rows: int) -> None:
+        if messages != self._index or rows != self._rows:
+            raise self._fail(IntegrityError(
+                f"the end marker counts {messages} message(s) and {rows} row(s) before it; "
+                f"the stream has {self._index} and {self._rows}"))
 
     def __iter__(self) -> Iterator[Message]:
         """Every message that is complete in what was fed so far."""
@@ -195,8 +343,28 @@ class MessageDecoder:
         self._ended = True
         if self._error is not None:
             raise self._error
-        if not self.at_boundary and self._buffered < self._need:
+        if self._buffered < self._need:
+            self._check_ended()
+
+    def _check_ended(self) -> None:
+        """At the end of input with no complete message left: raise if the stream was cut
+        inside a message, or (integrity data) before its end marker."""
+        if self._finished and self._buffered:
+            self._trailing()
+        if not self.at_boundary:
             self._raise_truncated()
+        if self.integrity and not self._finished:
+            e = TruncatedStreamError(
+                "the stream carries integrity data but ends after message "
+                f"{self._index - 1} without its end marker",
+                message_index=self._index, offset=self._consumed)
+            self._error = e
+            raise e
+
+    def _trailing(self) -> None:
+        self._msg_offset = self._consumed
+        raise self._fail(IntegrityError(
+            f"{self._buffered} byte(s) follow the stream's end marker"))
 
     def _raise_truncated(self) -> None:
         where = {_LEN: "length prefix", _HEADER: "header", _BODY: "body"}[self._state]
@@ -213,12 +381,22 @@ class MessageEncoder:
     """Builds framed messages; tracks the stream position so bodies can be aligned.
 
     Each method returns a list of bytes-like parts to write in order (buffers are passed
-    through without copying).
+    through without copying). ``integrity=True``: every message carries an integrity record
+    (CRC-32C of its framing and body, chained from message to message) and ``end_marker()``
+    builds the message that ends the stream (``vortex_io.integrity``). Metadata keys under
+    the reserved ``vortex_io.`` prefix are refused (``ValueError``).
     """
 
-    def __init__(self, position: int = 0) -> None:
+    def __init__(self, position: int = 0, *, integrity: bool = False) -> None:
         self.position = position
         self.messages = 0
+        self.integrity = integrity
+        #: rows of the Array messages built so far
+        self.rows = 0
+        self._chain = 0  # header_crc of the previous message
+        self._dtype: dt.DType | None = None
+        # large buffers are checksummed on every core
+        self._threads = ng.decode_threads(None) if integrity else 1
 
     def _frame(self, header: bytes, body_parts: list[Any], body_size: int, align: int) -> list[Any]:
         pad = (-(self.position + 4 + len(header))) % align if align > 1 else 0
@@ -227,28 +405,93 @@ class MessageEncoder:
         self.messages += 1
         return [head, *body_parts]
 
+    def _sealed(self, header: bytes | bytearray, body_parts: list[Any], body_size: int) -> list[Any]:
+        """The frame of a header ending with a placeholder record, the record filled in:
+        the body's CRC-32C, then the CRC-32C of the length prefix and header up to the
+        last four bytes, continued from the previous message's."""
+        head = bytearray(_U32.pack(len(header)) + header)
+        body_crc = 0
+        threads = self._threads
+        for p in body_parts:
+            body_crc = ig.crc32c(p, body_crc, threads)
+        _U32.pack_into(head, len(head) - 8, body_crc)
+        self._chain = ig.crc32c(memoryview(head)[:-4], self._chain)
+        _U32.pack_into(head, len(head) - 4, self._chain)
+        self.position += len(head) + body_size
+        self.messages += 1
+        return [bytes(head), *body_parts]
+
     def dtype_message(self, dtype: dt.DType, metadata: MetadataLike = None) -> list[Any]:
+        """The DType message that starts a stream (``metadata``: the stream's)."""
+        md = Metadata.coerce(metadata)
+        ig.check_user_metadata(md)
         body = encode_dtype(dtype)
-        hdr = encode_message_header(MessageType.DTYPE, len(body), metadata=Metadata.coerce(metadata))
+        if self.integrity:
+            self._dtype = dtype
+            hdr = encode_message_header(MessageType.DTYPE, len(body), metadata=md,
+                                        record=ig.RECORD_PLACEHOLDER)
+            return self._sealed(hdr, [body], len(body))
+        hdr = encode_message_header(MessageType.DTYPE, len(body), metadata=md)
         return self._frame(hdr, [body], len(body), 1)
 
     def array_message(self, array: Array, metadata: MetadataLike = None) -> list[Any]:
+        """An Array message holding ``array`` (``metadata``: the batch's)."""
+        md = Metadata.coerce(metadata)
+        ig.check_user_metadata(md)
+        return self._array_message(array, md)
+
+    def _array_message(self, array: Array, md: Metadata) -> list[Any]:
         if len(array) >= 2**32:
             raise UnsupportedError(
                 f"an array message holds at most 2**32-1 rows, not {len(array)}; split it into chunks"
             )
-        encodings, parts, size, align = array_body_parts(array)
+        encodings, buffers, root_node = serialize_array(array)
+        if self.integrity:
+            # no header padding (the record ends the header): the buffers are aligned in
+            # the stream by their Buffer.padding, which needs the body's offset, so the
+            # header is built first and its body_size (a u64, always written) set after
+            hdr = encode_message_header(MessageType.ARRAY, 0, row_count=len(array),
+                                        encodings=encodings, metadata=md,
+                                        record=ig.RECORD_PLACEHOLDER)
+            parts, size, _ = body_layout(buffers, root_node, self.position + 4 + len(hdr))
+            hdr = bytearray(hdr)
+            _U64.pack_into(hdr, root(memoryview(hdr), "Message")._field(3), size)
+            self.rows += len(array)
+            return self._sealed(hdr, parts, size)
+        parts, size, align = body_layout(buffers, root_node)
         hdr = encode_message_header(MessageType.ARRAY, size, row_count=len(array),
-                                    encodings=encodings, metadata=Metadata.coerce(metadata))
+                                    encodings=encodings, metadata=md)
         return self._frame(hdr, parts, size, min(align, STREAM_ALIGNMENT))
+
+    def end_marker(self) -> list[Any]:
+        """The end marker of an integrity stream: a zero-row Array message of the stream's
+        dtype whose ``vortex_io.end`` value counts the messages and rows before it."""
+        if not self.integrity:
+            raise ValueError("end_marker() needs MessageEncoder(integrity=True)")
+        if self._dtype is None:
+            raise ValueError("end_marker() before dtype_message()")
+        import pyarrow as pa
+
+        from ..arrow import from_arrow
+
+        empty = from_arrow(pa.array([], type=self._dtype.to_arrow()), dtype=self._dtype)
+        md = Metadata([(ig.END_KEY, ig.end_value(self.messages, self.rows))])
+        return self._array_message(empty, md)
 
     def buffer_message(self, data: Any, alignment_exponent: int = 0,
                        metadata: MetadataLike = None) -> list[Any]:
-        """A raw Buffer message (message-level API only; stream readers reject it)."""
+        """A raw Buffer message (message-level API only; stream readers reject it). With
+        integrity its body is not aligned (nothing may pad the header)."""
         if not 0 <= alignment_exponent <= 16:
             raise ValueError("alignment_exponent must be in 0..16")
+        md = Metadata.coerce(metadata)
+        ig.check_user_metadata(md)
         buf = np.frombuffer(data, dtype=np.uint8)
+        if self.integrity:
+            hdr = encode_message_header(MessageType.BUFFER, buf.nbytes,
+                                        alignment_exponent=alignment_exponent, metadata=md,
+                                        record=ig.RECORD_PLACEHOLDER)
+            return self._sealed(hdr, [buf], buf.nbytes)
         hdr = encode_message_header(MessageType.BUFFER, buf.nbytes,
-                                    alignment_exponent=alignment_exponent,
-                                    metadata=Metadata.coerce(metadata))
+                                    alignment_exponent=alignment_exponent, metadata=md)
         return self._frame(hdr, [buf], buf.nbytes, min(1 << alignment_exponent, STREAM_ALIGNMENT))

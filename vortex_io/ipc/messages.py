@@ -16,7 +16,14 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, check_decoded_size, get_encoding
-from ..errors import LimitExceededError, MalformedStreamError, UnsupportedError, VortexIPCError
+from ..errors import (
+    IntegrityError,
+    LimitExceededError,
+    MalformedStreamError,
+    UnsupportedError,
+    VortexIPCError,
+)
+from ..integrity import crc32c, user_metadata
 from ..limits import DEFAULT_LIMITS, ReaderLimits
 from ..metadata import Metadata
 from ..stats import ArrayStats
@@ -29,7 +36,7 @@ from .schema import (
     encode_array_fb,
 )
 
-__all__ = ["Message", "decode_array_body", "serialize_array", "aligned_empty"]
+__all__ = ["Message", "decode_array_body", "serialize_array", "body_layout", "aligned_empty"]
 
 _U32 = struct.Struct("<I")
 _BUFFER_SPEC = struct.Struct("<HBBI")
@@ -46,6 +53,31 @@ class Message:
     body: np.ndarray  # uint8 view of the body
     header_size: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the message carried an integrity record and passed its checks (``vortex_io.integrity``)
+    verified: bool = False
+    #: the message is a stream's end marker (a zero-row Array message; readers yield no batch)
+    end_marker: bool = False
+    #: the body's CRC-32C still to be checked (a decoder with ``defer_body_checks``), and
+    #: what computes the body's (see ``check_body``)
+    pending_crc: int | None = None
+    crc_job: Any = field(default=None, repr=False)
+
+    def check_body(self) -> None:
+        """Check the body against its integrity record if that is still to be done (a
+        decoder with ``defer_body_checks`` leaves it to whoever uses the body first):
+        ``IntegrityError`` on a mismatch. ``array()`` and the native decode call it."""
+        want = self.pending_crc
+        if want is None:
+            return
+        job, self.crc_job = self.crc_job, None
+        got = job() if job is not None else crc32c(self.body)
+        if got != want:
+            raise IntegrityError(
+                f"body checksum mismatch: the record says {want:#010x}, the "
+                f"{self.body.nbytes}-byte body gives {got:#010x}",
+                message_index=self.index, offset=self.offset)
+        self.pending_crc = None
+        self.verified = True
 
     @property
     def type(self) -> MessageType:
@@ -53,7 +85,9 @@ class Message:
 
     @property
     def metadata(self) -> Metadata:
-        return self.header.custom_metadata
+        """The message's custom metadata without the reserved ``vortex_io.`` keys (those are
+        in ``header.custom_metadata``)."""
+        return user_metadata(self.header.custom_metadata)
 
     @property
     def size(self) -> int:
@@ -77,6 +111,7 @@ class Message:
         if self.type != MessageType.ARRAY:
             raise MalformedStreamError(f"expected an Array message, got {self.type.name}",
                                        message_index=self.index, offset=self.offset)
+        self.check_body()
         return _located(self, dtype, limits, lazy)
 
 
@@ -406,6 +441,16 @@ def array_body_parts(array: Array) -> tuple[list[str], list[Any], int, int]:
     places the body at an offset aligned to the largest of them.
     """
     encodings, buffers, root_node = serialize_array(array)
+    parts, size, max_align = body_layout(buffers, root_node)
+    return encodings, parts, size, max_align
+
+
+def body_layout(buffers: list[tuple[np.ndarray, int]], root_node: FlatNode, base: int = 0
+                ) -> tuple[list[Any], int, int]:
+    """(body parts, body size, max buffer alignment) of an Array message body holding
+    ``serialize_array``'s buffers: each padded (``Buffer.padding``) to its alignment
+    relative to ``base``, the body's offset in the stream (0: the framing aligns the body).
+    """
     parts: list[Any] = []
     specs = []
     pos = 0
@@ -413,7 +458,7 @@ def array_body_parts(array: Array) -> tuple[list[str], list[Any], int, int]:
     for b, exp in buffers:
         align = 1 << exp
         max_align = max(max_align, align)
-        pad = (-pos) % align
+        pad = (-(base + pos)) % align
         if b.nbytes >= 2**32:
             raise UnsupportedError(f"a buffer of {b.nbytes} bytes exceeds the format's 4 GiB limit")
         if pad:
@@ -424,4 +469,4 @@ def array_body_parts(array: Array) -> tuple[list[str], list[Any], int, int]:
     fb = encode_array_fb(root_node, specs)
     parts.append(fb)
     parts.append(_U32.pack(len(fb)))
-    return encodings, parts, pos + len(fb) + 4, max_align
+    return parts, pos + len(fb) + 4, max_align

@@ -133,9 +133,16 @@ def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
         else:
             types = [dtype_to_arrow(d.dtypes[i]) for i in fields]  # type: ignore[attr-defined]
     imp = pa.Array._import_from_c_capsule
+    bad: VortexIPCError | None = None
+    for j, m in enumerate(msgs):  # integrity: the bodies' checks first, in order
+        try:
+            m.check_body()
+        except VortexIPCError as e:
+            bad, msgs = e, msgs[:j]
+            break
     res = s.decode([(m.body, m.header.row_count, m.header.encodings,
                      ng.known_flags(m.header.encodings)) for m in msgs],
-                   fields, string_view, threads)
+                   fields, string_view, threads) if msgs else []
     out: list[list[Any]] = []
     for m, r in zip(msgs, res):
         if r[0] == "err":
@@ -148,6 +155,8 @@ def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
             except VortexIPCError as e:
                 raise _Partial(out, e) from None
         out.append(cols)
+    if bad is not None:
+        raise _Partial(out, bad)
     return out
 
 
@@ -191,6 +200,7 @@ def _batch(m: Message, d: dt.DType, limits: ReaderLimits, lazy: bool) -> Batch:
     checked natively now (the errors the reference builder raises, raised here) and the
     Python tree is built only if asked for; else the Python tree now."""
     if ng.enabled():
+        m.check_body()
         r = ng.stream(d, limits).validate(
             [(m.body, m.header.row_count, m.header.encodings, ng.known_flags(m.header.encodings))], 1)[0]
         if r is not None:
@@ -309,6 +319,12 @@ class StreamReader:
     (pipes and sockets included). Arrays are decoded lazily; ``limits`` bounds what the
     stream may make the reader allocate.
 
+    Streams written with integrity data (``integrity=True``) are verified as they are read:
+    each message's checksums before any of it is used, and the end marker at the end. A
+    failed check raises ``IntegrityError`` (message index and byte offset), a stream cut
+    before its end marker ``TruncatedStreamError``. ``require_integrity=True`` refuses a
+    stream without integrity data (``IntegrityError`` when it opens).
+
     >>> import io, vortex_io as vio
     >>> buf = io.BytesIO()
     >>> with vio.StreamWriter(buf, vio.dtype.int64(True), metadata={"app": "demo"}) as w:
@@ -321,10 +337,12 @@ class StreamReader:
     [1, 2, 3] {b'batch': b'0'}
     """
 
-    def __init__(self, source: Any, *, limits: ReaderLimits | None = None) -> None:
+    def __init__(self, source: Any, *, limits: ReaderLimits | None = None,
+                 require_integrity: bool = False) -> None:
         self.limits = limits or DEFAULT_LIMITS
         self._src = _Source(source)
-        self._dec = MessageDecoder(limits=self.limits)
+        self._dec = MessageDecoder(limits=self.limits, require_integrity=require_integrity,
+                                   defer_body_checks=True)
         #: build struct fields on first use (a scan sets it: it locates errors itself)
         self._lazy_fields = False
         self._done = False
@@ -340,14 +358,26 @@ class StreamReader:
             raise
 
     def _next_message(self) -> Message | None:
+        """The next message; None at the end of the stream (after an end marker nothing
+        more is read: a pipe or socket may carry more after it)."""
         dec = self._dec
+        if dec.finished:
+            return None
         while True:
             m = dec.next_message()
             if m is not None:
+                if m.end_marker:
+                    dec.next_message()  # bytes already buffered after it raise
+                    return None
                 return m
             if not self._src.pump(dec):
                 dec.end_of_input()
                 return None
+
+    @property
+    def integrity(self) -> bool:
+        """True when the stream carries integrity data (every message is verified)."""
+        return bool(self._dec.integrity)
 
     @property
     def schema(self) -> Any:
@@ -441,6 +471,8 @@ class StreamReader:
         decoded by the native core on ``threads`` threads, a window of messages at a time
         (``native_columns``). ``fields``: the root struct's fields (None: each message's
         whole array, one column)."""
+        # integrity: bodies are checksummed on a background thread while the window is framed
+        self._dec.background_checks = threads > 1
         for msgs, err in self._native_windows():
             if msgs:
                 try:
@@ -545,8 +577,10 @@ class StreamReader:
         return f"StreamReader(dtype={self.dtype!r}, metadata={self.metadata!r})"
 
 
-def read_ipc(source: Any, *, limits: ReaderLimits | None = None) -> Array:
-    """Read a whole stream into one array (all chunks).
+def read_ipc(source: Any, *, limits: ReaderLimits | None = None,
+             require_integrity: bool = False) -> Array:
+    """Read a whole stream into one array (all chunks); ``require_integrity`` as for
+    ``StreamReader``.
 
     >>> import vortex_io as vio
     >>> import io
@@ -555,7 +589,7 @@ def read_ipc(source: Any, *, limits: ReaderLimits | None = None) -> Array:
     >>> vio.read_ipc(buf.getvalue()).to_pylist()
     [1.5, 2.5]
     """
-    with StreamReader(source, limits=limits) as r:
+    with StreamReader(source, limits=limits, require_integrity=require_integrity) as r:
         return r.read_all()
 
 
@@ -564,13 +598,17 @@ class AsyncStreamReader:
     readexactly(n)`` or ``async read(n)``).
 
     ``async with AsyncStreamReader(stream) as r:`` reads the DType message; then
-    ``async for batch in r`` yields ``Batch`` objects.
+    ``async for batch in r`` yields ``Batch`` objects. Integrity data is verified and
+    ``require_integrity`` works as for ``StreamReader``; after an end marker nothing more
+    is read from the stream.
     """
 
-    def __init__(self, stream: Any, *, limits: ReaderLimits | None = None) -> None:
+    def __init__(self, stream: Any, *, limits: ReaderLimits | None = None,
+                 require_integrity: bool = False) -> None:
         self.limits = limits or DEFAULT_LIMITS
         self._stream = stream
-        self._dec = MessageDecoder(limits=self.limits)
+        self._dec = MessageDecoder(limits=self.limits, require_integrity=require_integrity,
+                                   defer_body_checks=True)
         #: build struct fields on first use (a scan sets it: it locates errors itself)
         self._lazy_fields = False
         self._done = False
@@ -594,8 +632,13 @@ class AsyncStreamReader:
 
     async def _next_message(self) -> Message | None:
         dec = self._dec
+        if dec.finished:
+            return None
         while True:
             m = dec.next_message()
+            if m is not None and m.end_marker:
+                dec.next_message()  # bytes already buffered after it raise
+                return None
             if m is not None or self._eof:
                 return m
             data, self._eof = await self._read_some(max(dec.bytes_needed, 1))
@@ -604,6 +647,11 @@ class AsyncStreamReader:
             if self._eof:
                 # complete messages still buffered come out first; a cut one raises
                 dec.end_of_input()
+
+    @property
+    def integrity(self) -> bool:
+        """True when the stream carries integrity data (every message is verified)."""
+        return bool(self._dec.integrity)
 
     async def open(self) -> AsyncStreamReader:
         """Read the DType message (done by ``async with``)."""

@@ -12,12 +12,14 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 import flatbuffers
 
 from .. import _native_glue as _ng
 from .. import dtype as dt
 from ..errors import LimitExceededError, MalformedStreamError, UnsupportedError
+from ..integrity import CRC_KEY
 from ..limits import ReaderLimits
 from ..metadata import Metadata
 from ..stats import ArrayStats
@@ -228,17 +230,28 @@ def encode_message_header(
     encodings: Sequence[str] = (),
     alignment_exponent: int = 0,
     metadata: Metadata | None = None,
+    record: bytes | None = None,
 ) -> bytes:
+    """A ``Message`` flatbuffer. ``record``: the value of an integrity record
+    (``vortex_io.integrity``), added as the last metadata pair and placed as the
+    flatbuffer's last bytes (it is built first: builders fill the buffer back to front)."""
     b = flatbuffers.Builder(256)
+    rec = b.CreateByteVector(record) if record is not None else None
     kv_vec = None
-    if metadata:
+    if metadata or rec is not None:
         kvs = []
-        for k, v in metadata.items():
+        for k, v in (metadata.items() if metadata else ()):
             ko = b.CreateString(k)
             vo = b.CreateByteVector(v)
             b.StartObject(2)
             b.PrependUOffsetTRelativeSlot(0, ko, 0)
             b.PrependUOffsetTRelativeSlot(1, vo, 0)
+            kvs.append(b.EndObject())
+        if rec is not None:
+            ko = b.CreateString(CRC_KEY)
+            b.StartObject(2)
+            b.PrependUOffsetTRelativeSlot(0, ko, 0)
+            b.PrependUOffsetTRelativeSlot(1, rec, 0)
             kvs.append(b.EndObject())
         kv_vec = _offset_vector(b, kvs)
     if mtype == MessageType.ARRAY:
@@ -262,7 +275,59 @@ def encode_message_header(
     b.PrependUint8Slot(1, int(mtype), 0)
     b.PrependUint8Slot(0, 0, 0)
     b.Finish(b.EndObject())
-    return bytes(b.Output())
+    out = bytes(b.Output())
+    if record is not None and not out.endswith(record):  # pragma: no cover - a builder change
+        raise RuntimeError("the flatbuffers builder did not place the integrity record last")
+    return out
+
+
+_KV_SLOTS = struct.Struct("<HH")
+
+
+def _kv_field(buf: Any, size: int, e: int, off: int, what: str) -> bytes:
+    """The byte vector of a KeyValue field at table position ``e`` + vtable offset ``off``."""
+    if not off:
+        return b""
+    f = e + off
+    if f + 4 > size:
+        raise MalformedStreamError(f"flatbuffer field KeyValue.{what} is outside the header")
+    q = f + _U32.unpack_from(buf, f)[0]
+    if q + 4 > size or q == f:
+        raise MalformedStreamError(f"flatbuffer field KeyValue.{what} points outside the header")
+    k = _U32.unpack_from(buf, q)[0]
+    if q + 4 + k > size:
+        raise MalformedStreamError(
+            f"flatbuffer vector KeyValue.{what} of {k} elements runs past the header")
+    return bytes(buf[q + 4: q + 4 + k])
+
+
+def _key_values(t: Table) -> Metadata:
+    """``Message.custom_metadata`` (slot 4): the KeyValue tables read straight off the
+    buffer (every position checked; what ``Table.tables`` and ``bytes_`` do, without an
+    object per table: each message of an integrity stream has at least one pair)."""
+    v = t.vector_raw(4, 4, "custom_metadata")
+    if v is None or not v[1]:
+        return _EMPTY_METADATA
+    start, n = v
+    buf = t.buf
+    size = len(buf)
+    pairs = []
+    for p in range(start, start + 4 * n, 4):
+        e = p + _U32.unpack_from(buf, p)[0]
+        if e + 4 > size:
+            raise MalformedStreamError(f"flatbuffer table KeyValue at {e} is outside the header")
+        vt = e - _I32.unpack_from(buf, e)[0]
+        if vt < 0 or vt + 4 > size:
+            raise MalformedStreamError(f"flatbuffer vtable of KeyValue at {vt} is outside the header")
+        vt_len = _U16.unpack_from(buf, vt)[0]
+        if vt_len < 4 or vt_len & 1 or vt + vt_len > size:
+            raise MalformedStreamError(f"flatbuffer vtable of KeyValue has a bad size {vt_len}")
+        if vt_len >= 8:
+            ko, vo = _KV_SLOTS.unpack_from(buf, vt + 4)
+        else:
+            ko, vo = (_U16.unpack_from(buf, vt + 4)[0] if vt_len >= 6 else 0), 0
+        pairs.append((_kv_field(buf, size, e, ko, "key"), _kv_field(buf, size, e, vo, "value")))
+    return Metadata._of_pairs(tuple(pairs))
 
 
 def decode_message_header(buf) -> MessageHeader:
@@ -277,7 +342,7 @@ def decode_message_header(buf) -> MessageHeader:
         version, tag, body_size, rows, encodings, align, kv = r
         return MessageHeader(version, MessageType(tag), body_size, row_count=rows,
                              encodings=_interned(encodings), alignment_exponent=align,
-                             custom_metadata=Metadata(kv) if kv else _EMPTY_METADATA)
+                             custom_metadata=Metadata._of_pairs(tuple(kv)) if kv else _EMPTY_METADATA)
     return decode_message_header_py(buf)
 
 
@@ -307,14 +372,7 @@ def decode_message_header_py(buf) -> MessageHeader:
     except ValueError:
         raise MalformedStreamError(f"unknown message header type {tag}") from None
     body_size = t.u64(3, 0, "body_size")
-    md = Metadata()
-    kv = t.tables(4, "KeyValue")
-    if kv:
-        pairs = []
-        for e in kv:
-            key = e.bytes_(0, "KeyValue.key")
-            pairs.append((key if key is not None else b"", e.bytes_(1, "KeyValue.value") or b""))
-        md = Metadata(pairs)
+    md = _key_values(t)
     h = t.table(2, "MessageHeader")
     if h is None and mtype != MessageType.DTYPE:
         raise MalformedStreamError(f"{mtype.name} message has no header table")
@@ -452,3 +510,5 @@ def encode_array_fb(root_node: FlatNode, buffers: Sequence[tuple[int, int, int]]
 
 
 _U32 = struct.Struct("<I")
+_I32 = struct.Struct("<i")
+_U16 = struct.Struct("<H")

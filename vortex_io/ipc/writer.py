@@ -163,7 +163,12 @@ class StreamWriter(_Compressing):
     ``write(data, metadata=...)`` takes a ``vortex_io.Array``, Arrow data, or any object
     exporting ``__arrow_c_array__``/``__arrow_c_stream__``; the metadata goes on every
     message the call writes (one per chunk; a zero-row batch is written when the data has
-    no rows).
+    no rows). Metadata keys starting with ``vortex_io.`` are reserved.
+
+    ``integrity=True``: every message carries a CRC-32C record and ``close()`` writes the
+    end marker (``vortex_io.integrity``), so readers detect any corruption and any cut. A
+    ``with`` block left by an exception closes the sink without the end marker: the stream
+    then reads as truncated, not as complete.
 
     >>> import io, pyarrow as pa, vortex_io as vio
     >>> sink = io.BytesIO()
@@ -176,14 +181,17 @@ class StreamWriter(_Compressing):
     """
 
     def __init__(self, sink: Any, dtype: Any, *, metadata: MetadataLike = None,
-                 compress: Any = False, encodings: Mapping[str, str] | None = None) -> None:
+                 compress: Any = False, encodings: Mapping[str, str] | None = None,
+                 integrity: bool = False) -> None:
         self.dtype = coerce_dtype(dtype)
         self.metadata = Metadata.coerce(metadata)
+        self.integrity = integrity
         self._init_compression(compress, encodings)
+        self._enc = MessageEncoder(integrity=integrity)
+        first = self._enc.dtype_message(self.dtype, self.metadata)  # (refuses reserved keys)
         self._sink = _Sink(sink)
-        self._enc = MessageEncoder()
         self._closed = False
-        self._sink.write(self._enc.dtype_message(self.dtype, self.metadata))
+        self._sink.write(first)
 
     @property
     def bytes_written(self) -> int:
@@ -209,15 +217,23 @@ class StreamWriter(_Compressing):
         self._sink.flush()
 
     def close(self) -> None:
+        """End the stream (with integrity: write its end marker) and close the sink."""
+        self._close(end=True)
+
+    def _close(self, end: bool) -> None:
         if not self._closed:
             self._closed = True
-            self._sink.close()
+            try:
+                if end and self.integrity:
+                    self._sink.write(self._enc.end_marker())
+            finally:
+                self._sink.close()
 
     def __enter__(self) -> StreamWriter:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        self._close(end=exc_type is None)
 
 
 def _empty_arrow(d: dt.DType) -> Any:
@@ -228,16 +244,19 @@ def _empty_arrow(d: dt.DType) -> Any:
 
 class AsyncStreamWriter(_Compressing):
     """Writes a stream to an ``asyncio.StreamWriter``. The DType message is queued at
-    construction; ``await write(...)`` sends a batch and drains. ``compress`` and
-    ``encodings`` are as for ``StreamWriter``."""
+    construction; ``await write(...)`` sends a batch and drains. ``compress``,
+    ``encodings`` and ``integrity`` are as for ``StreamWriter`` (``close()`` sends the end
+    marker; an ``async with`` block left by an exception does not)."""
 
     def __init__(self, writer: Any, dtype: Any, *, metadata: MetadataLike = None,
-                 compress: Any = False, encodings: Mapping[str, str] | None = None) -> None:
+                 compress: Any = False, encodings: Mapping[str, str] | None = None,
+                 integrity: bool = False) -> None:
         self.dtype = coerce_dtype(dtype)
         self.metadata = Metadata.coerce(metadata)
+        self.integrity = integrity
         self._init_compression(compress, encodings)
         self._w = writer
-        self._enc = MessageEncoder()
+        self._enc = MessageEncoder(integrity=integrity)
         self._closed = False
         self._send(self._enc.dtype_message(self.dtype, self.metadata))
 
@@ -260,9 +279,15 @@ class AsyncStreamWriter(_Compressing):
         return n
 
     async def close(self) -> None:
-        """Flush and close the underlying writer (ends the stream)."""
+        """Flush and close the underlying writer (ends the stream; with integrity, after
+        its end marker)."""
+        await self._close(end=True)
+
+    async def _close(self, end: bool) -> None:
         if not self._closed:
             self._closed = True
+            if end and self.integrity:
+                self._send(self._enc.end_marker())
             await self._w.drain()
             self._w.close()
             if hasattr(self._w, "wait_closed"):
@@ -274,19 +299,21 @@ class AsyncStreamWriter(_Compressing):
     async def __aenter__(self) -> AsyncStreamWriter:
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.close()
+    async def __aexit__(self, exc_type: Any, *exc: Any) -> None:
+        await self._close(end=exc_type is None)
 
 
 def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: Any = True,
               chunk_rows: int = 65_536, dtype: Any = None,
-              encodings: Mapping[str, str] | None = None) -> int:
+              encodings: Mapping[str, str] | None = None, integrity: bool = False) -> int:
     """Write ``data`` as a whole stream, ``chunk_rows`` rows per message; returns bytes written.
 
     ``data``: a ``vortex_io.Array``, Arrow data, numpy array, list, or an object exporting
     the Arrow PyCapsule interface. ``compress=False`` always writes canonical arrays; a
     ``vortex_io.CompressOptions`` compresses with those options (e.g. ``compact=True``).
     ``encodings`` forces an encoding per column, e.g. ``{"city": "vortex_io.inverted_index"}``.
+    ``integrity=True`` adds a CRC-32C record to every message and an end marker
+    (``vortex_io.integrity``): readers then detect any corruption and any cut.
 
     >>> import io, pyarrow as pa, vortex_io as vio
     >>> n = vio.write_ipc(io.BytesIO(), pa.table({"x": list(range(10))}), chunk_rows=4)
@@ -318,13 +345,14 @@ def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: 
             dtype = coerce_dtype(data.schema)
         else:
             dtype = coerce_dtype(pa.field("", data.type, True))
-    with StreamWriter(sink, dtype, metadata=metadata, compress=compress, encodings=encodings) as w:
+    with StreamWriter(sink, dtype, metadata=metadata, compress=compress, encodings=encodings,
+                      integrity=integrity) as w:
         wrote = 0
         for piece in _rechunk(data, chunk_rows):
             wrote += w.write(piece)
         if wrote == 0:
             w.write(_empty_arrow(w.dtype))
-        return w.bytes_written
+    return w.bytes_written
 
 
 def _rechunk(data: Any, rows: int) -> Iterator[Any]:
