@@ -234,7 +234,7 @@ def test_fifos_are_streamed(data, tmp_path):
 
 
 def test_character_devices_and_dev_stdin(data, capsys):
-    d, t = data
+    d, _ = data
     # /dev/null as the output: written to, not replaced
     p = inproc(capsys, "convert", str(d / "t.vxipc"), "/dev/null", "--to", "arrows", "-q")
     assert p.returncode == 0 and os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
