@@ -45,7 +45,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["main", "convert", "inspect_stream", "format_table", "Input", "Output", "UsageError"]
+__all__ = ["main", "convert", "inspect_stream", "format_table", "Input", "Output", "UsageError",
+           "CommandError"]
 
 FORMATS = ("vxipc", "arrows", "arrow", "parquet", "csv")
 FORMAT_NAMES = {"vxipc": "Vortex IPC stream", "arrows": "Arrow IPC stream",
