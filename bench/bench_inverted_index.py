@@ -49,7 +49,7 @@ def build(ctx: Context) -> Iterator[Case]:
     needle = "city-007"
 
     def ours() -> pa.Table:
-        values, _ = compute.compare(ii, needle, "eq")
+        values, _ = compute.kernels.compare_mask(ii, needle, "eq")  # the mask, unpacked
         return pa.table({"hit": values})
 
     def arrow() -> pa.Table:

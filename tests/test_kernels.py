@@ -27,7 +27,15 @@ import vortex_io as vio
 from vortex_io import compute
 from vortex_io import dtype as dt
 from vortex_io.array import DECODE_METER
-from vortex_io.compute.kernels import compare_storage, is_in_storage, take_arrow, take_values
+from vortex_io.compute.kernels import (
+    compare_mask,
+    compare_storage,
+    is_in_mask,
+    is_in_storage,
+    is_null_result,
+    take_arrow,
+    take_values,
+)
 from vortex_io.encodings.alp import alp_array, alp_encode
 from vortex_io.encodings.alprd import alprd_encode
 from vortex_io.encodings.bitpacked import bitpack
@@ -112,7 +120,7 @@ def python_compare(a: pa.Array, lit, op: str) -> tuple[np.ndarray, np.ndarray]:
 
 def check_compare(array: vio.Array, arrow: pa.Array, lit, op: str) -> None:
     sa = storage_arrow(arrow)
-    got = ours(compute.compare(array, lit, op))
+    got = ours(compare_mask(array, lit, op))
     sc = literal_scalar(sa.type, lit)
     if sc is not None:
         want = arrow_mask(getattr(pc, PC[op])(sa, sc))
@@ -125,7 +133,7 @@ def check_compare(array: vio.Array, arrow: pa.Array, lit, op: str) -> None:
 
 def check_is_in(array: vio.Array, arrow: pa.Array, values: list) -> None:
     sa = storage_arrow(arrow)
-    got = ours(compute.is_in(array, values))
+    got = ours(is_in_mask(array, values))
     if pa.types.is_integer(sa.type):  # an integral float literal is that integer
         values = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values]
     if pa.types.is_floating(sa.type):
@@ -178,7 +186,7 @@ def check_all(array: vio.Array, arrow: pa.Array, lits: list, rng: np.random.Gene
         vals = [lits[int(i)] for i in rng.integers(0, len(lits), k)] if lits else []
         check_is_in(array, arrow, [*vals, None])
     for neg in (False, True):
-        got = ours(compute.is_null(array, negated=neg))
+        got = ours(is_null_result(array, negated=neg))
         want = arrow_mask(pc.is_valid(arrow) if neg else pc.is_null(arrow))
         assert np.array_equal(got[0], want[0]) and got[1].all()
     if n:
@@ -413,7 +421,7 @@ def test_timestamps(seed, unit, null_rate, n):
 def test_datetime_literals_are_coerced():
     arrow = pa.array([0, 86_400_000_000, None], type=pa.timestamp("us"))
     a = datetimeparts_encode(vio.array(arrow))
-    got = ours(compute.compare(a, datetime.datetime(1970, 1, 2), "gte"))
+    got = ours(compare_mask(a, datetime.datetime(1970, 1, 2), "gte"))
     assert got[0].tolist() == [False, True, False] and got[1].tolist() == [True, True, False]
 
 
@@ -554,7 +562,7 @@ def test_fast_paths_answer_without_falling_back():
         assert arr.vtable.take(arr, np.array([4, 2, 2])) is not NotImplemented, arr.encoding
     # out-of-range literals are answered from the bit width alone: nothing is decoded
     fo = for_encode(ints)
-    (vals, valid), decoded = _no_decode(lambda: compute.compare(fo, 5000, "lt"))
+    (vals, valid), decoded = _no_decode(lambda: compare_mask(fo, 5000, "lt"))
     assert vals.all() and valid is None and decoded == 0
     # a dictionary is compared on its values and nothing is canonicalized
     d = dict_encode(words)

@@ -498,7 +498,7 @@ def test_alp_take_validity_is_null(t):
         assert np.array_equal(np.ones(n, bool) if got is None else got,
                               np.ones(n, bool) if ref is None else ref), name
         for neg in (0, 1):
-            _same_mask(_probe(args, "is_null", neg), K.is_null(arr, negated=bool(neg)), n)
+            _same_mask(_probe(args, "is_null", neg), K.is_null_result(arr, negated=bool(neg)), n)
 
 
 @pytest.mark.skipif(not NATIVE, reason="the native core is off (VORTEX_IO_NATIVE=0)")

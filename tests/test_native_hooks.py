@@ -20,7 +20,7 @@ from vortex_io import _native_glue as ng
 from vortex_io import dtype as dt
 from vortex_io.array import Array
 from vortex_io.arrow import dtype_to_arrow
-from vortex_io.compute.kernels import compare_storage, is_in_storage, is_null, take
+from vortex_io.compute.kernels import compare_storage, is_in_storage, is_null_result, take
 from vortex_io.compute.numeric import validity
 from vortex_io.encodings.bool_ import bool_array
 from vortex_io.encodings.bytebool import bytebool_array
@@ -150,7 +150,7 @@ def _check_take_validity(nat: Native, rng):
     want = pa.array(np.ones(n, bool) if v is None else v)
     assert nat.validity().equals(want)
     for neg in (False, True):
-        assert nat.is_null(neg).equals(_mask_arrow(is_null(nat.array, negated=neg))), f"is_null {neg}"
+        assert nat.is_null(neg).equals(_mask_arrow(is_null_result(nat.array, negated=neg))), f"is_null {neg}"
 
 
 def _answered(nat: Native, *kinds: str) -> None:

@@ -10,6 +10,8 @@ per-message custom metadata, a sans-IO decoder, and an Arrow bridge.
 >>> with vio.StreamReader(buf.getvalue()) as r:
 ...     r.read_arrow().equals(table)
 True
+>>> vio.read_table(buf.getvalue(), columns=["price"]).column("price").to_pylist()
+[1.5, 2.25, 3.0]
 """
 
 from typing import Any
@@ -40,7 +42,7 @@ from .ipc import (
 from .limits import ReaderLimits
 from .metadata import Metadata
 from .scalar import Scalar
-from .scan import Scan, ScanStats, scan
+from .scan import Scan, ScanStats, read_table, scan
 from .stats import ArrayStats
 
 __version__ = "0.1.0"
@@ -76,6 +78,7 @@ __all__ = [
     "get_encoding",
     "integrity",
     "read_ipc",
+    "read_table",
     "register_encoding",
     "register_polars",
     "register_duckdb",

@@ -131,11 +131,25 @@ def to_arrow_schema(d: dt.DType) -> pa.Schema:
 
 
 def dtype_from_arrow(t: Any, nullable: bool = True) -> dt.DType:
-    """The Vortex dtype of an Arrow type, field or schema."""
+    """The Vortex dtype of an Arrow type, field or schema. A type with no Vortex
+    equivalent raises ``UnsupportedError`` naming it and, in a schema or struct, its
+    column (``a.b`` for a nested field)."""
     if isinstance(t, pa.Schema):
-        return dt.Struct(t.names, [dtype_from_arrow(f.type, f.nullable) for f in t], False)
+        return dt.Struct(t.names, [_type_dtype(f.type, f.nullable, f.name) for f in t], False)
     if isinstance(t, pa.Field):
-        return dtype_from_arrow(t.type, t.nullable)
+        return _type_dtype(t.type, t.nullable, t.name or None)
+    if not isinstance(t, pa.DataType):
+        from ._check import describe
+
+        raise TypeError(f"expected an Arrow type, field or schema, not {describe(t)}")
+    return _type_dtype(t, nullable, None)
+
+
+def _type_dtype(t: pa.DataType, nullable: bool, path: str | None) -> dt.DType:
+    """``dtype_from_arrow`` of a type; ``path``: the column it is, for errors."""
+    def sub(f: pa.Field) -> dt.DType:
+        return _type_dtype(f.type, f.nullable, f.name if path is None else f"{path}.{f.name}")
+
     if pa.types.is_null(t):
         return dt.Null()
     if pa.types.is_boolean(t):
@@ -149,13 +163,12 @@ def dtype_from_arrow(t: Any, nullable: bool = True) -> dt.DType:
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
         return dt.Binary(nullable)
     if pa.types.is_struct(t):
-        return dt.Struct([f.name for f in t], [dtype_from_arrow(f.type, f.nullable) for f in t],
-                         nullable)
+        return dt.Struct([f.name for f in t], [sub(f) for f in t], nullable)
     if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t)
             or pa.types.is_large_list_view(t)):
-        return dt.List(dtype_from_arrow(t.value_field), nullable)
+        return dt.List(sub(t.value_field), nullable)
     if pa.types.is_fixed_size_list(t):
-        return dt.FixedSizeList(dtype_from_arrow(t.value_field), t.list_size, nullable)
+        return dt.FixedSizeList(sub(t.value_field), t.list_size, nullable)
     if pa.types.is_timestamp(t):
         return dt.timestamp(t.unit, t.tz, nullable)
     if pa.types.is_date32(t):
@@ -165,8 +178,9 @@ def dtype_from_arrow(t: Any, nullable: bool = True) -> dt.DType:
     if pa.types.is_time(t):
         return dt.time(t.unit, nullable)
     if pa.types.is_dictionary(t):
-        return dtype_from_arrow(t.value_type, nullable)
-    raise UnsupportedError(f"Arrow type {t} has no Vortex equivalent")
+        return _type_dtype(t.value_type, nullable, path)
+    where = f"column {path!r}: " if path is not None else ""
+    raise UnsupportedError(f"{where}Arrow type {t} has no Vortex equivalent")
 
 
 # -- data ----------------------------------------------------------------------------------

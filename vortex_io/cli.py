@@ -2,6 +2,7 @@
 
     vortex-ipc convert trades.parquet trades.vxipc          # any direction, by extension
     vortex-ipc convert in.arrows out.csv --from arrows --to csv
+    vortex-ipc convert trades.parquet - | vortex-ipc head -  # '-': stdout / stdin
     vortex-ipc inspect trades.vxipc [--json]
     vortex-ipc head trades.vxipc -n 5
     vortex-ipc schema trades.vxipc
@@ -14,41 +15,246 @@ Formats: Vortex IPC (``.vxipc``), Arrow IPC stream (``.arrows``), Arrow IPC file
 batch by batch with bounded memory. Arrow schema metadata becomes the Vortex stream
 metadata and each record batch's custom metadata the batch metadata, and back again.
 
-Errors are one line on stderr and a non-zero exit status (2 for usage, 1 for bad input).
+Every command takes ``-`` for standard input (and ``convert`` for standard output), and
+reads pipes, FIFOs and character devices named as paths as the streams they are.
+``convert`` writes its output atomically: a temporary file beside the target, renamed
+over it when the conversion succeeded, removed when it failed (so a failed conversion
+leaves no partial file behind, nor changes an existing one).
+
+Errors are one line on stderr and exit status 1 (2 for a mistake in how the command was
+called); a closed output pipe (``| head``) ends the command quietly, as it does other Unix
+tools. ``VORTEX_IPC_TRACEBACK=1`` shows the traceback of an unexpected error.
+
+A command is a subparser of ``_parser()`` with help for every argument and
+``set_defaults(func=...)``; ``main`` runs it under ``_run_command`` (one-line errors, exit
+codes, broken pipes); ``Input`` and ``Output`` give it ``-``, streamed and atomic files.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
+import errno
 import json
 import os
+import re
+import signal
+import stat
 import sys
-from collections.abc import Iterator
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["main", "convert", "inspect_stream", "format_table", "Input", "Output", "UsageError",
+           "CommandError"]
 
 FORMATS = ("vxipc", "arrows", "arrow", "parquet", "csv")
+FORMAT_NAMES = {"vxipc": "Vortex IPC stream", "arrows": "Arrow IPC stream",
+                "arrow": "Arrow IPC file", "parquet": "Parquet file", "csv": "CSV file"}
 _EXT = {
     ".vxipc": "vxipc", ".vortex": "vxipc", ".arrows": "arrows", ".arrow": "arrow",
     ".feather": "arrow", ".ipc": "arrow", ".parquet": "parquet", ".pq": "parquet", ".csv": "csv",
 }
+#: formats whose bytes are not text (not written to a terminal)
+_BINARY = ("vxipc", "arrows", "arrow", "parquet")
+STDIO = "-"
 
 
 class UsageError(Exception):
-    """A mistake in how the command was called."""
+    """A mistake in how the command was called (exit status 2)."""
 
 
-def _format_of(path: str, given: str | None) -> str:
+class CommandError(Exception):
+    """A failure the command explains in one line (exit status 1)."""
+
+
+# -- inputs and outputs: '-', pipes and FIFOs, atomic files ------------------------------------
+
+
+class Input:
+    """An input named on the command line: ``-`` (standard input), a pipe, FIFO or
+    character device (read as a stream, once), or a regular file (read by path: memory
+    mapped, seekable)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.stdin = path == STDIO
+        self.name = "<stdin>" if self.stdin else path
+        self.size: int | None = None
+        self._file: Any = None
+        if self.stdin:
+            self.streamed = True
+            return
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise CommandError(f"{path}: no such file") from None
+        except OSError as e:
+            raise CommandError(f"{path}: {e.strerror or e}") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise CommandError(f"{path}: is a directory")
+        self.streamed = not stat.S_ISREG(st.st_mode)
+        if not self.streamed:
+            self.size = st.st_size
+
+    def file(self) -> Any:
+        """The input as a binary file object (opened once; standard input's buffer)."""
+        if self._file is None:
+            self._file = sys.stdin.buffer if self.stdin else open(self.path, "rb")
+        return self._file
+
+    def peek(self, n: int) -> bytes:
+        """The first ``n`` bytes (fewer at end of input), not consumed."""
+        if not self.streamed:
+            with open(self.path, "rb") as f:
+                return f.read(n)
+        f = self.file()
+        if hasattr(f, "peek"):
+            return f.peek(n)[:n]
+        return b""
+
+    def source(self) -> Any:
+        """What the readers take: the path of a regular file, else the file object."""
+        return self.path if not self.streamed else self.file()
+
+    def seekable(self) -> Any:
+        """A seekable source for the formats read by random access (Parquet, Arrow IPC
+        files): the path, or a stream's bytes read into memory."""
+        if not self.streamed:
+            return self.path
+        import pyarrow as pa
+
+        data = self.file().read()
+        self.size = len(data)
+        return pa.BufferReader(data)
+
+    def close(self) -> None:
+        if self._file is not None and not self.stdin:
+            self._file.close()
+        self._file = None
+
+
+class Output:
+    """A context manager for an output named on the command line; gives a binary file
+    object. ``-``: standard output. A pipe, FIFO or character device: written as it is.
+    Anything else: a temporary file in the target's directory, renamed over the target
+    when the block succeeds and removed when it raises (an existing target is unchanged)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.stdout = path == STDIO
+        self.name = "<stdout>" if self.stdout else path
+        self._tmp: str | None = None
+        self._file: Any = None
+        st = None
+        if not self.stdout:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise CommandError(f"{path}: {e.strerror or e}") from None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise CommandError(f"{path}: is a directory")
+        self.streamed = self.stdout or (st is not None and not stat.S_ISREG(st.st_mode))
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.stdout and sys.stdout.isatty()
+
+    def __enter__(self) -> Any:
+        if self.stdout:
+            sys.stdout.flush()
+            self._file = sys.stdout.buffer
+        elif self.streamed:
+            self._file = open(self.path, "wb")
+        else:
+            d = os.path.dirname(os.path.abspath(self.path))
+            if not os.path.isdir(d):
+                raise CommandError(f"{self.path}: no such directory {d!r}")
+            fd, self._tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.",
+                                             suffix=".partial", dir=d)
+            self._file = os.fdopen(fd, "wb")
+        return self._file
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        f, self._file = self._file, None
+        if self.stdout:
+            if exc_type is None:
+                f.flush()
+            return
+        try:
+            f.close()
+        except OSError:
+            if exc_type is None:
+                self._discard()
+                raise
+        if self._tmp is None:
+            return
+        if exc_type is not None:
+            self._discard()
+            return
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(self._tmp, 0o666 & ~umask)  # as open() would have created it
+        os.replace(self._tmp, self.path)
+        self._tmp = None
+
+    def _discard(self) -> None:
+        if self._tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._tmp)
+            self._tmp = None
+
+
+def _sniff(prefix: bytes) -> str | None:
+    """The format of input starting with ``prefix``, by its signature."""
+    from .ipc.framing import looks_like
+
+    if prefix.startswith(b"PAR1"):
+        return "parquet"
+    if prefix.startswith(b"ARROW1"):
+        return "arrow"
+    if prefix.startswith(b"\xff\xff\xff\xff"):
+        return "arrows"
+    what = looks_like(prefix)
+    if what is None and len(prefix) >= 4:
+        return "vxipc"
+    if what is not None and what.startswith("text"):
+        return "csv"
+    return None
+
+
+def _input_format(path: str, given: str | None) -> tuple[Input, str]:
+    """The input ``path`` opened, and its format: ``given``, else by extension, else by its
+    first bytes (a Parquet, Arrow or Vortex IPC signature, or text: CSV)."""
     if given:
-        if given not in FORMATS:
-            raise UsageError(f"unknown format {given!r}; choose from {', '.join(FORMATS)}")
+        return Input(path), given
+    ext = os.path.splitext(path)[1].lower()
+    if ext in _EXT:
+        return Input(path), _EXT[ext]
+    if path != STDIO and not os.path.exists(path):
+        raise UsageError(f"cannot tell the format of {path!r} from its extension; use --from "
+                         f"({', '.join(FORMATS)})")
+    inp = Input(path)
+    fmt = _sniff(inp.peek(8))
+    if fmt is None:
+        raise UsageError(f"cannot tell the format of {inp.name}; use --from "
+                         f"({', '.join(FORMATS)})")
+    return inp, fmt
+
+
+def _output_format(path: str, given: str | None) -> str:
+    if given:
         return given
+    if path == STDIO:
+        return "vxipc"
     ext = os.path.splitext(path)[1].lower()
     if ext not in _EXT:
         raise UsageError(
-            f"cannot tell the format of {path!r} from its extension; use --from/--to "
+            f"cannot tell the format of {path!r} from its extension; use --to "
             f"({', '.join(FORMATS)})")
     return _EXT[ext]
 
@@ -58,16 +264,29 @@ def _format_of(path: str, given: str | None) -> str:
 Batches = Iterator[tuple[Any, Any]]
 
 
-def _read(path: str, fmt: str, batch_rows: int) -> tuple[Any, Any, Batches]:
-    """(Arrow schema without metadata, stream metadata pairs, batches with their metadata)."""
+class Source:
+    """What ``convert`` reads: the Arrow schema (without metadata), the stream metadata
+    pairs, the batches with their metadata, and what progress can know: the input's size,
+    the bytes read so far (``tell``) and the total number of rows."""
+
+    def __init__(self, schema: Any, metadata: list[Any], batches: Batches, *,
+                 size: int | None = None, tell: Callable[[], int] | None = None,
+                 rows: int | None = None) -> None:
+        self.schema, self.metadata, self.batches = schema, metadata, batches
+        self.size, self.tell, self.rows = size, tell, rows
+
+
+def _read(inp: Input, fmt: str, batch_rows: int) -> Source:
+    """The input read as ``fmt``, batch by batch."""
     import pyarrow as pa
 
     from .arrow import schema_metadata_pairs
 
+    size = inp.size
     if fmt == "vxipc":
-        import vortex_io as vio
+        from .ipc.reader import StreamReader
 
-        r = vio.StreamReader(path)
+        r = StreamReader(inp.source())
         schema = r.schema
 
         def gen() -> Batches:
@@ -78,10 +297,12 @@ def _read(path: str, fmt: str, batch_rows: int) -> tuple[Any, Any, Batches]:
                         rb = pa.record_batch([rb], names=["values"])
                     yield rb.replace_schema_metadata(None), (b.metadata.to_arrow() if b.metadata else None)
 
-        return schema.remove_metadata(), list(r.metadata.items()), gen()
+        return Source(schema.remove_metadata(), list(r.metadata.items()), gen(), size=size,
+                      tell=lambda: r._dec.position)
     if fmt == "arrows":
-        f = pa.OSFile(path, "rb")
+        f = pa.OSFile(inp.path, "rb") if not inp.streamed else pa.PythonFile(inp.file(), "r")
         rd = pa.ipc.open_stream(f)
+        pos = [0]
 
         def gen() -> Batches:
             try:
@@ -90,43 +311,63 @@ def _read(path: str, fmt: str, batch_rows: int) -> tuple[Any, Any, Batches]:
                         b, md = rd.read_next_batch_with_custom_metadata()
                     except StopIteration:
                         return
+                    if not inp.streamed:
+                        pos[0] = f.tell()
                     yield b, md
             finally:
-                f.close()
+                if not inp.streamed:
+                    f.close()
 
-        return rd.schema.remove_metadata(), schema_metadata_pairs(rd.schema), gen()
+        return Source(rd.schema.remove_metadata(), schema_metadata_pairs(rd.schema), gen(),
+                      size=size, tell=None if inp.streamed else lambda: pos[0])
     if fmt == "arrow":
-        f = pa.memory_map(path, "rb")
+        src = inp.seekable()
+        f = pa.memory_map(src, "rb") if isinstance(src, str) else src
         rd = pa.ipc.open_file(f)
+        n = rd.num_record_batches
+        done = [0]
 
         def gen() -> Batches:
-            for i in range(rd.num_record_batches):
+            for i in range(n):
                 b, md = rd.get_batch_with_custom_metadata(i)
+                done[0] = i + 1
                 yield b, md
 
-        return rd.schema.remove_metadata(), schema_metadata_pairs(rd.schema), gen()
+        return Source(rd.schema.remove_metadata(), schema_metadata_pairs(rd.schema), gen(),
+                      size=inp.size, tell=lambda: (inp.size or 0) * done[0] // max(n, 1))
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(inp.seekable())
         schema = pf.schema_arrow
+        total = pf.metadata.num_rows
+        done = [0]
 
         def gen() -> Batches:
             for b in pf.iter_batches(batch_size=batch_rows):
+                done[0] += b.num_rows
                 yield b, None
 
-        return schema.remove_metadata(), schema_metadata_pairs(schema), gen()
+        # bytes read: estimated from the rows read (the file's size is known)
+        return Source(schema.remove_metadata(), schema_metadata_pairs(schema), gen(),
+                      size=inp.size, rows=total,
+                      tell=lambda: (inp.size or 0) * done[0] // max(total, 1))
     if fmt == "csv":
         import pyarrow.csv as pcsv
 
-        rd = pcsv.open_csv(path, read_options=pcsv.ReadOptions(block_size=1 << 22))
+        f = pa.OSFile(inp.path, "rb") if not inp.streamed else pa.PythonFile(inp.file(), "r")
+        rd = pcsv.open_csv(f, read_options=pcsv.ReadOptions(block_size=1 << 22))
+        pos = [0]
 
         def gen() -> Batches:
             for b in rd:
+                if not inp.streamed:
+                    pos[0] = f.tell()  # what the reader has read (it reads ahead)
                 yield b, None
 
-        return rd.schema, [], gen()
-    raise UsageError(f"cannot read format {fmt!r}")
+        return Source(rd.schema, [], gen(), size=size,
+                      tell=None if inp.streamed else lambda: pos[0])
+    raise UsageError(f"cannot read format {fmt!r}")  # pragma: no cover - argparse checks
 
 
 def _rechunk(batches: Batches, rows: int) -> Batches:
@@ -156,75 +397,223 @@ def _rechunk(batches: Batches, rows: int) -> Batches:
         yield t.to_batches()[0], None
 
 
-class _Progress:
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1000
+    return f"{n:,.1f} TB"  # pragma: no cover
+
+
+class Progress:
+    """Progress of a conversion on stderr, when stderr is a terminal: rows, bytes read,
+    the percentage done (when the input's size or row count is known) and the rate."""
+
+    #: seconds between updates
+    INTERVAL = 0.2
+
+    def __init__(self, enabled: bool, source: Source | None = None,
+                 stream: Any = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled and self.stream.isatty()
+        self.source = source
         self.rows = 0
+        self.start = time.monotonic()
+        self._last = 0.0
+
+    def line(self) -> str:
+        """The current progress line."""
+        src = self.source
+        parts = [f"{self.rows:,} rows"]
+        read = src.tell() if src is not None and src.tell is not None else None
+        pct = None
+        if src is not None and src.rows:
+            pct = 100.0 * self.rows / src.rows
+        elif src is not None and src.size and read is not None:
+            pct = 100.0 * read / src.size
+        if read is not None:
+            parts.append(f"{_size(read)} of {_size(src.size)}" if src is not None and src.size
+                         else _size(read))
+        if pct is not None:
+            parts.append(f"{min(pct, 100.0):.1f}%")
+        dt = max(time.monotonic() - self.start, 1e-6)
+        rate = f"{self.rows / dt:,.0f} rows/s"
+        if read is not None:
+            rate += f", {_size(read / dt)}/s"
+        parts.append(rate)
+        return ", ".join(parts)
 
     def add(self, n: int) -> None:
         self.rows += n
         if self.enabled:
-            sys.stderr.write(f"\r{self.rows:,} rows")
-            sys.stderr.flush()
+            now = time.monotonic()
+            if now - self._last >= self.INTERVAL:
+                self._last = now
+                self.stream.write(f"\r{self.line()}\x1b[K")
+                self.stream.flush()
 
     def done(self) -> None:
         if self.enabled:
-            sys.stderr.write(f"\r{self.rows:,} rows, done\n")
+            self.stream.write(f"\r{self.line()}, done\x1b[K\n")
+            self.stream.flush()
+
+    def clear(self) -> None:
+        """End the progress line (before an error message)."""
+        if self.enabled and self._last:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+# -- convert ----------------------------------------------------------------------------------
+
+
+def _check_encodings(encodings: dict[str, str] | None, schema: Any) -> None:
+    """Refuse ``--encoding`` for unknown columns or encoding IDs before anything is written."""
+    if not encodings:
+        return
+    from .compress import encoder_for
+
+    for name, enc in encodings.items():
+        if name not in schema.names:
+            raise UsageError(f"--encoding {name}={enc}: no column {name!r}; columns are "
+                             f"{', '.join(schema.names)}")
+        try:
+            encoder_for(enc)
+        except (KeyError, ValueError) as e:
+            raise UsageError(f"--encoding {name}={enc}: {e.args[0] if e.args else e}") from None
 
 
 def convert(src: str, dst: str, *, src_fmt: str | None = None, dst_fmt: str | None = None,
             chunk_rows: int = 65_536, compress: bool = True,
             encodings: dict[str, str] | None = None, progress: bool = False,
             integrity: bool = False) -> int:
-    """Convert between formats; returns the number of rows written. ``integrity``: write
-    Vortex IPC with CRC-32C records and an end marker (``vortex_io.integrity``)."""
-    import pyarrow as pa
-
-    fi, fo = _format_of(src, src_fmt), _format_of(dst, dst_fmt)
+    """Convert ``src`` to ``dst`` (paths, or ``-`` for stdin / stdout) between the formats
+    ``FORMATS``, by extension unless given; returns the number of rows written. The output
+    is written atomically: on any error no file is left at ``dst`` (an existing one is
+    unchanged). ``integrity``: write Vortex IPC with CRC-32C records and an end marker
+    (``vortex_io.integrity``)."""
+    for name, f in (("--from", src_fmt), ("--to", dst_fmt)):
+        if f is not None and f not in FORMATS:
+            raise UsageError(f"{name}: unknown format {f!r}; choose from {', '.join(FORMATS)}")
+    fo = _output_format(dst, dst_fmt)
     if integrity and fo != "vxipc":
         raise UsageError("--integrity applies to Vortex IPC output only")
-    if not os.path.exists(src):
-        raise FileNotFoundError(f"{src}: no such file")
-    schema, stream_md, batches = _read(src, fi, chunk_rows)
-    prog = _Progress(progress)
+    inp, fi = _input_format(src, src_fmt)
+    try:
+        out = Output(dst)
+        if out.is_terminal and fo in _BINARY:
+            raise UsageError(f"not writing a {FORMAT_NAMES[fo]} to a terminal: redirect the "
+                             f"output, or use --to csv")
+        if not out.streamed and not inp.streamed and os.path.exists(dst) \
+                and os.path.samefile(src, dst):
+            raise UsageError(f"{dst}: the output is the input")
+        source = _read_located(inp, fi, chunk_rows)
+        _check_encodings(encodings, source.schema)
+        source.batches = _batches_located(source.batches, fi, inp.name)
+        prog = Progress(progress, source)
+        try:
+            with out as f:
+                _write(f, fo, source, prog, chunk_rows=chunk_rows, compress=compress,
+                       encodings=encodings, integrity=integrity)
+        except BaseException:
+            prog.clear()
+            raise
+        prog.done()
+        return prog.rows
+    finally:
+        inp.close()
+
+
+def _read_located(inp: Input, fmt: str, batch_rows: int) -> Source:
+    """``_read``, with errors of the Arrow readers named after the input."""
+    try:
+        return _read(inp, fmt, batch_rows)
+    except _ARROW_ERRORS as e:
+        raise CommandError(f"{inp.name}: not a readable {FORMAT_NAMES[fmt]}: {_first_line(e)}") from None
+
+
+def _batches_located(batches: Batches, fmt: str, name: str) -> Batches:
+    """``batches``, with errors of the Arrow readers named after the input."""
+    try:
+        yield from batches
+    except _ARROW_ERRORS as e:
+        raise CommandError(f"{name}: reading the {FORMAT_NAMES[fmt]} failed: {_first_line(e)}") from None
+
+
+class _Unclosed:
+    """A binary file for Arrow's writers, which close their sink (CSV's does): closing it
+    flushes, the file (standard output, or the one ``Output`` renames) stays open."""
+
+    closed = False
+
+    def __init__(self, f: Any) -> None:
+        self._f = f
+
+    def write(self, b: Any) -> Any:
+        return self._f.write(b)
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+
+def _write(f: Any, fo: str, source: Source, prog: Progress, *, chunk_rows: int,
+           compress: bool, encodings: dict[str, str] | None, integrity: bool = False) -> None:
+    """Write ``source`` to the binary file object ``f`` as ``fo``."""
+    import pyarrow as pa
+
+    schema, stream_md = source.schema, source.metadata
+    batches = source.batches
     if fo == "vxipc":
         import vortex_io as vio
 
-        with vio.StreamWriter(dst, schema, metadata=stream_md, compress=compress,
+        with vio.StreamWriter(f, schema, metadata=stream_md, compress=compress,
                               encodings=encodings, integrity=integrity) as w:
             for b, md in _rechunk(batches, chunk_rows):
                 w.write(b, metadata=md)
                 prog.add(b.num_rows)
-    elif fo in ("arrows", "arrow"):
-        out_schema = schema.with_metadata(pa.KeyValueMetadata(stream_md)) if stream_md else schema
-        sink = pa.OSFile(dst, "wb")
+        return
+    out_schema = schema.with_metadata(pa.KeyValueMetadata(stream_md)) if stream_md else schema
+    sink = pa.PythonFile(_Unclosed(f), mode="w")  # keeps its own position: pipes are fine
+    if fo in ("arrows", "arrow"):
         w = (pa.ipc.new_stream if fo == "arrows" else pa.ipc.new_file)(sink, out_schema)
-        try:
-            for b, md in batches:
-                w.write_batch(b, custom_metadata=md) if md else w.write_batch(b)
-                prog.add(b.num_rows)
-        finally:
-            w.close()
-            sink.close()
+
+        def put(b: Any, md: Any) -> None:
+            w.write_batch(b, custom_metadata=md) if md else w.write_batch(b)
     elif fo == "parquet":
         import pyarrow.parquet as pq
 
-        out_schema = schema.with_metadata(pa.KeyValueMetadata(stream_md)) if stream_md else schema
-        with pq.ParquetWriter(dst, out_schema, compression="zstd") as w:
-            for b, _ in batches:
-                w.write_batch(b, row_group_size=chunk_rows)
-                prog.add(b.num_rows)
+        w = pq.ParquetWriter(sink, out_schema, compression="zstd")
+
+        def put(b: Any, md: Any) -> None:
+            w.write_batch(b, row_group_size=chunk_rows)
     elif fo == "csv":
         import pyarrow.csv as pcsv
 
-        with pcsv.CSVWriter(dst, schema) as w:
-            for b, _ in batches:
-                w.write_batch(b)
-                prog.add(b.num_rows)
-    else:  # pragma: no cover - _format_of guards this
+        w = pcsv.CSVWriter(sink, schema)
+
+        def put(b: Any, md: Any) -> None:
+            w.write_batch(b)
+    else:  # pragma: no cover - argparse checks
         raise UsageError(f"cannot write format {fo!r}")
-    prog.done()
-    return prog.rows
+    try:
+        for b, md in batches:
+            put(b, md)
+            prog.add(b.num_rows)
+    except BaseException:
+        with contextlib.suppress(Exception):  # the output is discarded anyway
+            w.close()
+        raise
+    w.close()
+    f.flush()
 
 
 # -- inspect ----------------------------------------------------------------------------------
@@ -270,14 +659,16 @@ def _logical_bytes(a: Any) -> int:
     return int(a.to_arrow().nbytes)
 
 
-def inspect_stream(path: str) -> dict[str, Any]:
-    """Everything ``inspect`` shows, as JSON-ready data (stable key order)."""
+def inspect_stream(path: str | Input) -> dict[str, Any]:
+    """Everything ``inspect`` shows, as JSON-ready data (stable key order). ``path``: a
+    path, or an ``Input`` (standard input, a pipe)."""
     from . import dtype as dt
     from .ipc.reader import StreamReader
 
-    size = os.path.getsize(path)
-    out: dict[str, Any] = {"file": os.path.basename(path), "bytes": size}
-    with StreamReader(path) as r:
+    inp = path if isinstance(path, Input) else Input(path)
+    out: dict[str, Any] = {"file": os.path.basename(inp.path) if not inp.stdin else inp.name,
+                           "bytes": inp.size}
+    with StreamReader(inp.source()) as r:
         out["dtype"] = repr(r.dtype)
         out["metadata"] = _md_json(r.metadata)
         batches = []
@@ -295,6 +686,8 @@ def inspect_stream(path: str) -> dict[str, Any]:
                 c["bytes"] += f.nbytes
                 c["decoded_bytes"] += _logical_bytes(f)
                 c["encodings"][f.encoding] = c["encodings"].get(f.encoding, 0) + 1
+        if out["bytes"] is None:  # a stream: what was read
+            out["bytes"] = r._dec.position
     dec_bytes = 0
     for c in columns.values():
         c["ratio"] = round(c["bytes"] / c["decoded_bytes"], 4) if c["decoded_bytes"] else None
@@ -381,102 +774,116 @@ def _verify(paths: list[str], require_integrity: bool) -> int:
     return status
 
 
-# -- main -----------------------------------------------------------------------------------------
+# -- the commands -------------------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="vortex-ipc", description="Vortex IPC streams: convert, inspect, query.")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("convert", help="convert between Vortex IPC, Arrow IPC, Parquet and CSV")
-    c.add_argument("input")
-    c.add_argument("output")
-    c.add_argument("--from", dest="src_fmt", choices=FORMATS)
-    c.add_argument("--to", dest="dst_fmt", choices=FORMATS)
-    c.add_argument("--chunk-rows", type=int, default=65_536)
-    c.add_argument("--no-compress", action="store_true", help="write canonical (uncompressed) arrays")
-    c.add_argument("--encoding", action="append", default=[], metavar="COLUMN=ID",
-                   help="force an encoding for a column (repeatable)")
-    c.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    c.add_argument("--integrity", action="store_true",
-                   help="Vortex IPC output: a CRC-32C per message and an end marker")
-    i = sub.add_parser("inspect", help="messages, chunks, encodings, statistics, metadata")
-    i.add_argument("file")
-    i.add_argument("--json", action="store_true", help="machine-readable output")
-    h = sub.add_parser("head", help="the first rows")
-    h.add_argument("file")
-    h.add_argument("-n", type=int, default=10)
-    s = sub.add_parser("schema", help="the dtype, Arrow schema and stream metadata")
-    s.add_argument("file")
-    q = sub.add_parser("sql", help="run SQL with DuckDB; the stream is the table t")
-    q.add_argument("file")
-    q.add_argument("query")
-    v = sub.add_parser("verify", help="check whole streams: checksums, end marker, every message")
-    v.add_argument("files", nargs="+", metavar="FILE")
-    v.add_argument("--require-integrity", action="store_true",
-                   help="fail streams written without integrity data")
-    return p
+def _cmd_convert(args: argparse.Namespace) -> int:
+    enc = {}
+    for item in args.encoding:
+        if "=" not in item:
+            raise UsageError(f"--encoding expects COLUMN=ID, got {item!r}")
+        k, v = item.split("=", 1)
+        enc[k] = v
+    if args.chunk_rows < 1:
+        raise UsageError("--chunk-rows must be positive")
+    convert(args.input, args.output, src_fmt=args.src_fmt, dst_fmt=args.dst_fmt,
+            chunk_rows=args.chunk_rows, compress=not args.no_compress,
+            encodings=enc or None, progress=not args.quiet, integrity=args.integrity)
+    return 0
 
 
-def _run(args: argparse.Namespace) -> int:
-    if args.cmd == "convert":
-        enc = {}
-        for item in args.encoding:
-            if "=" not in item:
-                raise UsageError(f"--encoding expects COLUMN=ID, got {item!r}")
-            k, v = item.split("=", 1)
-            enc[k] = v
-        if args.chunk_rows < 1:
-            raise UsageError("--chunk-rows must be positive")
-        n = convert(args.input, args.output, src_fmt=args.src_fmt, dst_fmt=args.dst_fmt,
-                    chunk_rows=args.chunk_rows, compress=not args.no_compress,
-                    encodings=enc or None, progress=not args.quiet, integrity=args.integrity)
-        return 0 if n >= 0 else 1
-    if args.cmd == "verify":
-        return _verify(args.files, args.require_integrity)
-    if args.cmd in ("inspect", "head", "schema", "sql") and not os.path.exists(args.file):
-        raise FileNotFoundError(f"{args.file}: no such file")
-    if args.cmd == "inspect":
-        info = inspect_stream(args.file)
-        if args.json:
-            print(json.dumps(info, indent=2, sort_keys=False))
-        else:
-            _print_inspect(info)
-        return 0
-    if args.cmd == "head":
-        from .scan import scan
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    inp = Input(args.file)
+    try:
+        info = inspect_stream(inp)
+    finally:
+        inp.close()
+    if args.json:
+        print(json.dumps(info, indent=2, sort_keys=False))
+    else:
+        _print_inspect(info)
+    return 0
 
-        if args.n < 0:
-            raise UsageError("-n must be >= 0")
-        print(format_table(scan(args.file, limit=args.n).to_arrow()))
-        return 0
-    if args.cmd == "schema":
-        from .ipc.reader import StreamReader
 
-        with StreamReader(args.file) as r:
+def _cmd_verify(args: argparse.Namespace) -> int:
+    return _verify(args.files, args.require_integrity)
+
+
+def _cmd_head(args: argparse.Namespace) -> int:
+    from .scan import scan
+
+    if args.n < 0:
+        raise UsageError("-n must be >= 0")
+    inp = Input(args.file)
+    try:
+        print(format_table(scan(inp.source(), limit=args.n).to_arrow()))
+    finally:
+        inp.close()
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from .ipc.reader import StreamReader
+
+    inp = Input(args.file)
+    try:
+        with StreamReader(inp.source()) as r:
             print(f"dtype: {r.dtype!r}")
             print(r.schema.remove_metadata().to_string(show_schema_metadata=False))
             if r.metadata:
                 print("metadata:")
                 for k, v in r.metadata.items():
                     print(f"  {_bytes_json(k)}: {_bytes_json(v)}")
-        return 0
-    if args.cmd == "sql":
-        try:
-            import duckdb
-        except ImportError:
-            raise UsageError("the sql command needs duckdb: pip install 'vortex-io[duckdb]'") from None
-        from . import register_duckdb  # type: ignore[attr-defined]
+    finally:
+        inp.close()
+    return 0
 
+
+def _cmd_sql(args: argparse.Namespace) -> int:
+    try:
+        import duckdb
+    except ImportError:
+        raise UsageError("the sql command needs duckdb: pip install 'vortex-io[duckdb]'") from None
+    from . import register_duckdb
+    from .ipc.reader import StreamReader
+
+    inp = Input(args.file)
+    with contextlib.ExitStack() as stack:
+        stack.callback(inp.close)
+        path = inp.path
+        if inp.streamed:  # DuckDB reads by path: a stream is spooled to a temporary file
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="vortex-ipc-sql-"))
+            path = os.path.join(tmp, "stdin.vxipc")
+            with open(path, "wb") as f:
+                while chunk := inp.file().read(1 << 20):
+                    f.write(chunk)
+        StreamReader(path).close()  # not a Vortex IPC stream: our error, before DuckDB's
         con = duckdb.connect()
         register_duckdb(con)
-        path = args.file.replace("'", "''")
-        con.execute(f"CREATE VIEW t AS SELECT * FROM vortex_ipc('{path}')")
-        res = con.sql(args.query)
-        if res is None:
-            return 0
-        print(format_table(res.to_arrow_table()))
-        return 0
-    raise UsageError(f"unknown command {args.cmd}")  # pragma: no cover
+        quoted = path.replace("'", "''")
+        try:
+            con.execute(f"CREATE VIEW t AS SELECT * FROM vortex_ipc('{quoted}')")
+            res = con.sql(args.query)
+            table = res.to_arrow_table() if res is not None else None
+        except duckdb.Error as e:
+            raise CommandError(_duckdb_message(e)) from None
+        if table is not None:
+            print(format_table(table))
+    return 0
+
+
+_OUR_ERROR = re.compile(
+    r"\b(?:MalformedStreamError|TruncatedStreamError|UnsupportedError|LimitExceededError|"
+    r"VortexIPCError): (.*)")
+
+
+def _duckdb_message(e: Exception) -> str:
+    """A DuckDB error in one line: the error our scan raised inside it when it did (DuckDB
+    wraps it in a UDF error), else DuckDB's first line."""
+    m = _OUR_ERROR.search(str(e))
+    if m:
+        return m.group(1).strip()
+    return _first_line(e).replace("Python exception occurred while executing the UDF: ", "")
 
 
 def format_table(t: Any, width: int = 32) -> str:
@@ -495,26 +902,166 @@ def format_table(t: Any, width: int = 32) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``vortex-ipc`` console script."""
+# -- main -----------------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit status 2)."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line. A command is a subparser with help for each argument and
+    ``set_defaults(func=...)``: a function of the parsed arguments returning the exit
+    status, run by ``_run_command`` (one-line errors); ``Input`` / ``Output`` give it
+    ``-``, streamed inputs and atomic outputs."""
+    from . import __version__
+
+    p = _Parser(prog="vortex-ipc", description="Vortex IPC streams: convert, inspect, query. "
+                "FILE may be '-' (standard input), a pipe or a FIFO.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                   help="show the version and exit")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    fmts = ", ".join(FORMATS)
+    c = sub.add_parser("convert", help="convert between Vortex IPC, Arrow IPC, Parquet and CSV",
+                       description="Convert between formats, batch by batch; the output is "
+                       "written atomically (nothing is left behind when it fails).")
+    c.add_argument("input", help="the input file, or '-' for standard input (its format "
+                   "is then told by its first bytes unless --from is given)")
+    c.add_argument("output", help="the output file, or '-' for standard output (Vortex IPC "
+                   "unless --to is given)")
+    c.add_argument("--from", dest="src_fmt", choices=FORMATS, metavar="FORMAT",
+                   help=f"the input's format ({fmts}; default: by its extension)")
+    c.add_argument("--to", dest="dst_fmt", choices=FORMATS, metavar="FORMAT",
+                   help=f"the output's format ({fmts}; default: by its extension)")
+    c.add_argument("--chunk-rows", type=int, default=65_536, metavar="N",
+                   help="rows per Vortex IPC message, Parquet row group (default: 65536)")
+    c.add_argument("--no-compress", action="store_true",
+                   help="write canonical (uncompressed) Vortex arrays")
+    c.add_argument("--encoding", action="append", default=[], metavar="COLUMN=ID",
+                   help="force an encoding for a column, e.g. symbol=vortex.dict (repeatable)")
+    c.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress line (shown only when stderr is a terminal)")
+    c.add_argument("--integrity", action="store_true",
+                   help="Vortex IPC output: a CRC-32C per message and an end marker")
+    c.set_defaults(func=_cmd_convert)
+    i = sub.add_parser("inspect", help="messages, chunks, encodings, statistics, metadata",
+                       description="Describe a Vortex IPC stream: its dtype and metadata, "
+                       "each column's encodings and sizes, the first chunk's encoding tree.")
+    i.add_argument("file", help="a Vortex IPC stream, or '-' for standard input")
+    i.add_argument("--json", action="store_true", help="machine-readable output (every chunk)")
+    i.set_defaults(func=_cmd_inspect)
+    h = sub.add_parser("head", help="the first rows", description="Print the first rows "
+                       "(reads only the messages they are in).")
+    h.add_argument("file", help="a Vortex IPC stream, or '-' for standard input")
+    h.add_argument("-n", type=int, default=10, metavar="N", help="rows to show (default: 10)")
+    h.set_defaults(func=_cmd_head)
+    s = sub.add_parser("schema", help="the dtype, Arrow schema and stream metadata",
+                       description="Print the stream's dtype, Arrow schema and metadata "
+                       "(reads only its first message).")
+    s.add_argument("file", help="a Vortex IPC stream, or '-' for standard input")
+    s.set_defaults(func=_cmd_schema)
+    q = sub.add_parser("sql", help="run SQL with DuckDB; the stream is the table t",
+                       description="Run a SQL query with DuckDB over the stream, which is the "
+                       "view t (filters and projections are pushed into the scan).")
+    q.add_argument("file", help="a Vortex IPC stream, or '-' for standard input")
+    q.add_argument("query", help="the query, e.g. \"SELECT count(*) FROM t\"")
+    q.set_defaults(func=_cmd_sql)
+    v = sub.add_parser("verify", help="check whole streams: checksums, end marker, every message",
+                       description="Frame every message (checking its CRC-32C and the end "
+                       "marker when the stream has integrity data) and decode every batch; "
+                       "one line per file, exit 1 when any failed.")
+    v.add_argument("files", nargs="+", metavar="FILE", help="Vortex IPC streams")
+    v.add_argument("--require-integrity", action="store_true",
+                   help="fail streams written without integrity data")
+    v.set_defaults(func=_cmd_verify)
+    return p
+
+
+#: what Arrow's readers raise for input they cannot read
+try:
+    import pyarrow as _pa
+
+    _ARROW_ERRORS: tuple[type[BaseException], ...] = (_pa.ArrowException,)
+except ImportError:  # pragma: no cover - a dependency
+    _ARROW_ERRORS = ()
+
+
+def _first_line(e: BaseException, limit: int = 300) -> str:
+    """The first line of an error's message, printable, at most ``limit`` characters."""
+    text = str(e).strip()
+    line = text.splitlines()[0] if text else type(e).__name__
+    line = "".join(ch if ch.isprintable() else "?" for ch in line)
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _message(e: BaseException) -> str:
+    """The one line an error is reported as."""
     from .errors import VortexIPCError
 
-    parser = _parser()
-    args = parser.parse_args(argv)
+    if isinstance(e, (VortexIPCError, CommandError, UsageError)):
+        return _first_line(e)
+    if isinstance(e, OSError) and e.strerror:
+        where = e.filename if e.filename is not None else ""
+        return f"{where}: {e.strerror}" if where else e.strerror
+    return f"{type(e).__name__}: {_first_line(e)}"
+
+
+def _is_broken_pipe(e: BaseException) -> bool:
+    return isinstance(e, BrokenPipeError) or (isinstance(e, OSError) and e.errno == errno.EPIPE)
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: stdout to /dev/null, so the interpreter's last flush is quiet."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+#: the exit status of a command whose output pipe closed (128 + SIGPIPE, as the shell shows
+#: a tool SIGPIPE ended)
+EXIT_BROKEN_PIPE = 128 + getattr(signal, "SIGPIPE", 13)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """Run the parsed command: its exit status; every error one line on stderr (1; usage
+    mistakes 2); a closed output pipe quietly ``EXIT_BROKEN_PIPE``."""
     try:
-        return _run(args)
+        return int(args.func(args))
     except UsageError as e:
-        print(f"vortex-ipc: error: {e}", file=sys.stderr)
+        _report(e)
         return 2
-    except (VortexIPCError, FileNotFoundError, IsADirectoryError, PermissionError) as e:
-        print(f"vortex-ipc: error: {e}", file=sys.stderr)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        if _is_broken_pipe(e):
+            _silence_stdout()
+            return EXIT_BROKEN_PIPE
+        if os.environ.get("VORTEX_IPC_TRACEBACK"):
+            raise
+        _report(e)
         return 1
-    except (OSError, ValueError, TypeError, KeyError) as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        print(f"vortex-ipc: error: {type(e).__name__}: {msg}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:  # pragma: no cover - e.g. piped into head
-        return 0
+
+
+def _report(e: BaseException) -> None:
+    try:
+        print(f"vortex-ipc: error: {_message(e)}", file=sys.stderr)
+    except OSError:  # stderr is gone too
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``vortex-ipc`` console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    status = _run_command(args)
+    if status == EXIT_BROKEN_PIPE and argv is None and hasattr(signal, "SIGPIPE"):
+        # end as a Unix tool does when its output pipe closes: by SIGPIPE, quietly
+        sys.stderr.flush()
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGPIPE)
+    return status
 
 
 if __name__ == "__main__":

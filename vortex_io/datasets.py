@@ -81,3 +81,39 @@ def trades(n: int = 1_000_000, seed: int = 20240102) -> pa.Table:
             ).dictionary_decode(),
         }
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m vortex_io.datasets PATH [ROWS]``: write the trades table to ``PATH`` as
+    Parquet (``.parquet``), Vortex IPC (``.vxipc``) or CSV (``.csv``), to try things on."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m vortex_io.datasets",
+                                description="Write the generated trades table to a file.")
+    p.add_argument("path", help="the file: .parquet, .vxipc or .csv")
+    p.add_argument("rows", nargs="?", type=int, default=100_000,
+                   help="how many rows (default: 100000)")
+    args = p.parse_args(argv)
+    if args.rows < 0:
+        p.error("rows must be >= 0")
+    t = trades(args.rows)
+    if args.path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        pq.write_table(t, args.path)
+    elif args.path.endswith(".vxipc"):
+        from .ipc.writer import write_ipc
+
+        write_ipc(args.path, t)
+    elif args.path.endswith(".csv"):
+        import pyarrow.csv as pcsv
+
+        pcsv.write_csv(t, args.path)
+    else:
+        p.error(f"cannot tell the format of {args.path!r}: use .parquet, .vxipc or .csv")
+    print(f"{args.path}: {t.num_rows:,} trades")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -30,10 +30,11 @@ import numpy as np
 
 from . import _native_glue as ng
 from . import dtype as dt
+from ._check import check_int, check_names, check_source, check_type, describe
 from ._native_scan import lower
 from .array import DECODE_METER, Array
 from .arrow import arrow_take, string_view_output
-from .compute.evaluate import can_skip, check_expr, evaluate
+from .compute.evaluate import can_skip, check_expr, evaluate_mask
 from .compute.expr import And, Column, Compare, Expr, Literal
 from .compute.kernels import coerce_literal, mask_true, take_arrow
 from .errors import VortexIPCError
@@ -41,7 +42,7 @@ from .ipc.reader import StreamReader
 from .ipc.reader import _check_stream_message as _check_message
 from .limits import ReaderLimits
 
-__all__ = ["scan", "Scan", "ScanStats", "expand_sources"]
+__all__ = ["scan", "read_table", "Scan", "ScanStats", "expand_sources"]
 
 
 @dataclass
@@ -82,15 +83,19 @@ def expand_sources(source: Any) -> list[Any]:
     return [source]
 
 
-def _schema_of(d: dt.DType, columns: Sequence[str] | None) -> Any:
+def _schema_of(d: dt.DType, columns: Sequence[str] | None, metadata: Any = None) -> Any:
+    """The Arrow schema of the scan's batches: the projected columns, and the stream's
+    metadata (``metadata``: a ``Metadata``) as the schema's, as ``StreamReader.schema``
+    has it (pandas' dtypes, for one, live there)."""
     import pyarrow as pa
 
     from .arrow import dtype_to_arrow
 
+    md = metadata.to_arrow() if metadata else None
     if not isinstance(d, dt.Struct):
         if columns:
             raise ValueError("column projection needs a stream of struct (table) dtype")
-        return pa.schema([pa.field("values", dtype_to_arrow(d), d.nullable)])
+        return pa.schema([pa.field("values", dtype_to_arrow(d), d.nullable)], metadata=md)
     names = list(d.names) if columns is None else list(columns)
     fields = []
     for n in names:
@@ -98,7 +103,7 @@ def _schema_of(d: dt.DType, columns: Sequence[str] | None) -> Any:
             raise KeyError(f"no column {n!r}; columns are {list(d.names)}")
         fd = d.field(n)
         fields.append(pa.field(n, dtype_to_arrow(fd), fd.nullable))
-    return pa.schema(fields)
+    return pa.schema(fields, metadata=md)
 
 
 def _dictionary_schema(schema: Any, d: dt.DType, names: Sequence[str]) -> Any:
@@ -169,16 +174,28 @@ class Scan:
                  filter: Expr | None = None, limit: int | None = None,
                  batch_size: int | None = None, limits: ReaderLimits | None = None,
                  offset: int = 0, string_view: bool = False, threads: int | None = None,
-                 read_dictionary: Sequence[str] | None = None) -> None:
-        self.sources = expand_sources(source)
+                 read_dictionary: Sequence[str] | None = None, _caller: str = "scan") -> None:
+        fn = _caller
+        self.sources = _one_shot_paths(expand_sources(source))
         if not self.sources:
-            raise ValueError("scan() needs at least one source")
-        if limit is not None and limit < 0:
-            raise ValueError("limit must be >= 0")
-        if offset < 0:
-            raise ValueError("offset must be >= 0")
-        if batch_size is not None and batch_size < 1:
-            raise ValueError("batch_size must be positive")
+            raise ValueError(f"{fn}() needs at least one source")
+        for s in self.sources:
+            check_source(fn, "source", s)
+        columns = check_names(fn, "columns", columns)
+        if filter is not None and not isinstance(filter, Expr):
+            raise TypeError(
+                f"{fn}(): filter must be a vortex_io.expr expression such as "
+                f"col('x') == 1 (from vortex_io.expr import col), or None, not {describe(filter)}")
+        check_int(fn, "limit", limit, minimum=0, optional=True)
+        check_int(fn, "offset", offset, minimum=0)
+        check_int(fn, "batch_size", batch_size, minimum=1, optional=True)
+        check_int(fn, "threads", threads, minimum=1, optional=True)
+        check_type(fn, "limits", limits, (ReaderLimits, type(None)),
+                   "a vortex_io.ReaderLimits or None")
+        check_type(fn, "string_view", string_view, bool, "a bool")
+        if isinstance(read_dictionary, str):
+            raise TypeError(f"{fn}(): read_dictionary takes a sequence of column names, not a str")
+        read_dictionary = check_names(fn, "read_dictionary", read_dictionary)
         self.columns = None if columns is None else list(columns)
         self.filter = filter
         self.limit = limit
@@ -186,13 +203,15 @@ class Scan:
         self.batch_size = batch_size
         self.limits = limits
         self.string_view = string_view
-        if isinstance(read_dictionary, str):
-            raise TypeError("read_dictionary takes a sequence of column names, not a str")
         self.read_dictionary = [] if read_dictionary is None else list(read_dictionary)
         self._out_schema: Any = None  # the schema with read_dictionary's columns as dictionaries
         self.stats = ScanStats(sources=len(self.sources))
         self._dtype: dt.DType | None = None
+        self._metadata: Any = None  # the first source's stream metadata
         self._schema: Any = None
+        #: the first source's reader, kept open when that source cannot be read twice (a
+        #: file object, socket or pipe: reading its DType message consumed it)
+        self._first_reader: StreamReader | None = None
         self._pinned: dict[str, Any] | None = None  # see _pinned_values
         self._native: Any = None  # see _native_plan
         self.threads = threads
@@ -201,14 +220,23 @@ class Scan:
 
     def _read_dtype(self) -> dt.DType:
         if self._dtype is None:
-            with StreamReader(self.sources[0], limits=self.limits) as r:
-                self._dtype = r.dtype
-            if self.filter is not None:
-                check_expr(self.filter, self._dtype)
-            with string_view_output(self.string_view):
-                self._schema = _schema_of(self._dtype, self.columns)
-            self._out_schema = _dictionary_schema(self._schema, self._dtype, self.read_dictionary)
-        return self._dtype
+            src = self.sources[0]
+            r = StreamReader(src, limits=self.limits)
+            if _rereadable(src):
+                r.close()
+            else:
+                self._first_reader = r
+            self._set_dtype(r)
+        return self._dtype  # type: ignore[return-value]
+
+    def _set_dtype(self, r: StreamReader) -> None:
+        """The dtype, metadata and schemas of the scan, from its first source's reader."""
+        self._dtype, self._metadata = r.dtype, r.metadata
+        if self.filter is not None:
+            check_expr(self.filter, self._dtype)
+        with string_view_output(self.string_view):
+            self._schema = _schema_of(self._dtype, self.columns, self._metadata)
+        self._out_schema = _dictionary_schema(self._schema, self._dtype, self.read_dictionary)
 
     @property
     def dtype(self) -> dt.DType:
@@ -254,18 +282,17 @@ class Scan:
         for src in self.sources:
             if b.remaining is not None and b.remaining <= 0:
                 return
-            reader = StreamReader(src, limits=self.limits)
+            if self._first_reader is not None and src is self.sources[0]:
+                reader, self._first_reader = self._first_reader, None
+            else:
+                reader = StreamReader(src, limits=self.limits)
             # fields are built on first use: pruned batches and unprojected columns never
             # are (errors in what is used are located below, like lazily decoded data)
             reader._lazy_fields = True
             try:
                 if d is None:
-                    d = self._dtype = reader.dtype
-                    if self.filter is not None:
-                        check_expr(self.filter, d)
-                    with string_view_output(self.string_view):
-                        self._schema = _schema_of(d, self.columns)
-                    self._out_schema = _dictionary_schema(self._schema, d, self.read_dictionary)
+                    self._set_dtype(reader)
+                    d = self._dtype
                 elif reader.dtype != d:
                     raise VortexIPCError(
                         f"stream dtype {reader.dtype!r} differs from the first source's {d!r}",
@@ -521,7 +548,7 @@ class Scan:
             if can_skip(self.filter, arr):
                 return None
             with string_view_output(False):  # predicates use Arrow kernels on `string`
-                sel = mask_true(evaluate(self.filter, arr))
+                sel = mask_true(evaluate_mask(self.filter, arr))
             idx = np.flatnonzero(sel)
         else:
             idx = None
@@ -574,6 +601,31 @@ class Scan:
                 f"{html.escape(str(self.columns or 'all'))}<br>filter: "
                 f"<code>{html.escape(repr(self.filter))}</code><br>stats: "
                 f"{html.escape(str(self.stats.as_dict()))}")
+
+
+def _rereadable(src: Any) -> bool:
+    """Whether opening ``src`` again reads it from the start (paths and bytes-like
+    objects; not file objects, sockets or pipes)."""
+    return isinstance(src, (str, os.PathLike, bytes, bytearray, memoryview))
+
+
+def _one_shot_paths(sources: list[Any]) -> list[Any]:
+    """``sources`` with paths naming pipes, FIFOs and character devices (``/dev/stdin``,
+    ``mkfifo``) opened, once: their bytes can be read only once, so they are scanned as the
+    file objects they are."""
+    import stat
+
+    out = []
+    for s in sources:
+        if isinstance(s, (str, os.PathLike)):
+            try:
+                mode = os.stat(s).st_mode
+            except OSError:
+                mode = None  # the reader reports it
+            if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+                s = open(s, "rb")
+        out.append(s)
+    return out
 
 
 def _pinned_values(filter: Expr | None, d: dt.DType, schema: Any) -> dict[str, Any]:
@@ -677,3 +729,23 @@ def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | No
     return Scan(source, columns=columns, filter=filter, limit=limit, batch_size=batch_size,
                 limits=limits, offset=offset, string_view=string_view, threads=threads,
                 read_dictionary=read_dictionary)
+
+
+def read_table(source: Any, *, columns: Sequence[str] | None = None,
+               filter: Expr | None = None) -> Any:
+    """Read a stream (or several: a list or a glob, as for ``scan``) into one
+    ``pyarrow.Table``: the one-call read, like ``pyarrow.parquet.read_table``.
+
+    ``columns``: the columns to read (default: all); ``filter``: a ``vortex_io.expr``
+    expression the rows must satisfy, evaluated on the encoded data. The table's schema
+    carries the stream's metadata. For limits, offsets, threads or dictionaries use
+    ``scan(...)``, whose options this shares.
+
+    >>> import io, pyarrow as pa, vortex_io as vio
+    >>> from vortex_io.expr import col
+    >>> buf = io.BytesIO()
+    >>> _ = vio.write_ipc(buf, pa.table({"k": ["a", "b", "a"], "v": [1, 2, 3]}))
+    >>> vio.read_table(buf.getvalue(), columns=["v"], filter=col("k") == "a").to_pydict()
+    {'v': [1, 3]}
+    """
+    return Scan(source, columns=columns, filter=filter, _caller="read_table").to_arrow()

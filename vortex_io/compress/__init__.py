@@ -29,6 +29,7 @@ from typing import Any
 
 from .. import dtype as dt
 from ..array import Array
+from ..errors import UnsupportedError, VortexIPCError
 from .compressor import CompressOptions, CompressSession, compress_array, scheme_names
 
 __all__ = ["compress", "register_encoder", "encoder_for", "CompressOptions", "CompressSession",
@@ -51,7 +52,20 @@ def encoder_for(encoding_id: str) -> Callable[[Array], Array]:
         from .compressor import _Compressor
 
         return lambda a: _Compressor(CompressOptions()).force(a, encoding_id)
-    raise ValueError(f"no encoder for {encoding_id!r}; known: {sorted(set(_ENCODERS) | set(scheme_names()))}")
+    raise UnsupportedError(
+        f"no encoder for {encoding_id!r}; known: {sorted(set(_ENCODERS) | set(scheme_names()))}")
+
+
+def _forced(name: str, encoding_id: str, a: Array) -> Array:
+    """Column ``name`` encoded with the forced ``encoding_id``; ``UnsupportedError`` naming
+    both when that encoding cannot hold the column."""
+    try:
+        return encoder_for(encoding_id)(a)
+    except VortexIPCError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError) as e:
+        raise UnsupportedError(f"column {name!r}: {encoding_id} cannot encode {a.dtype!r} "
+                               f"({e.args[0] if e.args else type(e).__name__})") from None
 
 
 def compress(array: Array, *, encodings: Mapping[str, Any] | None = None,
@@ -89,7 +103,7 @@ def compress(array: Array, *, encodings: Mapping[str, Any] | None = None,
                 ids = frozenset(spec)
                 bad = ids - set(scheme_names())
                 if bad:
-                    raise ValueError(f"unknown encodings {sorted(bad)} for column {name!r}")
+                    raise UnsupportedError(f"unknown encodings {sorted(bad)} for column {name!r}")
                 per_column[name] = dataclasses.replace(opts, allow=ids)
     out = compress_array(array, opts, per_column=per_column, session=session)
     if not forced:
@@ -100,7 +114,7 @@ def compress(array: Array, *, encodings: Mapping[str, Any] | None = None,
     for name, f in zip(array.dtype.names, fields):
         if name in forced and f.encoding != forced[name]:
             src = orig[name]
-            f = encoder_for(forced[name])(src)
+            f = _forced(name, forced[name], src)
             if f._stats is None:
                 f._stats = src._stats
         new.append(f)

@@ -36,8 +36,9 @@ candidate. Every scheme produces arrays vortex-data 0.93 decodes.
 
 from __future__ import annotations
 
+import contextlib
 import decimal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -46,6 +47,7 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array
+from ..errors import UnsupportedError, VortexIPCError
 
 _EXACT = decimal.Context(prec=200)  # decimals have at most 76 digits: no rounding
 
@@ -1142,7 +1144,11 @@ class _Compressor:
         out = []
         for name, f in zip(a.dtype.names, fields):
             stats = f._stats
-            c = self.compress_column(name, f) if depth == 0 else self.compress(f, depth)
+            if depth == 0:
+                with _column_errors(name, f):
+                    c = self.compress_column(name, f)
+            else:
+                c = self.compress(f, depth)
             if c._stats is None and stats is not None:
                 c._stats = stats
             out.append(c)
@@ -1269,18 +1275,33 @@ def compress_array(array: Array, options: CompressOptions | None = None, *,
     for every chunk of a stream to reuse the encodings chosen for earlier chunks."""
     opts = options or CompressOptions()
     comp = _Compressor(opts, session)
-    if per_column and isinstance(array.dtype, dt.Struct) and array.encoding == "vortex.struct":
+    if isinstance(array.dtype, dt.Struct) and array.encoding == "vortex.struct":
         from ..encodings.struct_ import StructEncoding, struct_array
 
+        if not per_column:
+            return comp.compress(array, 0)  # column by column (_struct)
         validity, fields = StructEncoding.split(array)
         out = []
         for name, f in zip(array.dtype.names, fields):
-            c = _Compressor(per_column[name], session).compress_column(name, f) \
-                if name in per_column else comp.compress_column(name, f)
+            with _column_errors(name, f):
+                c = _Compressor(per_column[name], session).compress_column(name, f) \
+                    if name in per_column else comp.compress_column(name, f)
             if c._stats is None:
                 c._stats = f._stats
             out.append(c)
         return struct_array(array.dtype, len(array), out, validity)
-    if isinstance(array.dtype, dt.Struct) and array.encoding == "vortex.struct":
-        return comp.compress(array, 0)
-    return comp.compress_column("", array)
+    with _column_errors(None, array):
+        return comp.compress_column("", array)
+
+
+@contextlib.contextmanager
+def _column_errors(name: str | None, a: Array) -> Iterator[None]:
+    """The compressor raises nothing but ``VortexIPCError``: anything else escaping it (a
+    kernel an Arrow type lacks, say) is an ``UnsupportedError`` naming the column."""
+    try:
+        yield
+    except (VortexIPCError, MemoryError, RecursionError):
+        raise
+    except Exception as e:
+        what = f"column {name!r} ({a.dtype!r})" if name is not None else f"an array of {a.dtype!r}"
+        raise UnsupportedError(f"cannot compress {what}: {type(e).__name__}: {e}") from e

@@ -34,6 +34,8 @@ def compute_stats(a: Array) -> ArrayStats | None:
         arr = arr.combine_chunks()
     if isinstance(d, dt.Extension):
         arr = arr.view(s.to_arrow())
+    if isinstance(s, dt.Primitive) and s.ptype == dt.PType.F16:
+        arr = arr.cast(pa.float32())  # exact; Arrow has no half-float kernels
     nulls = arr.null_count
     st = ArrayStats(null_count=nulls)
     if nulls == len(arr):

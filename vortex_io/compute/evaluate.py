@@ -14,16 +14,16 @@ from .kernels import (
     Mask,
     arrow_bool_to_mask,
     coerce_literal,
-    compare,
-    is_in,
-    is_null,
+    compare_mask,
+    is_in_mask,
+    is_null_result,
     mask_and,
     mask_const,
     mask_not,
     mask_or,
 )
 
-__all__ = ["evaluate", "can_skip", "check_expr"]
+__all__ = ["evaluate", "evaluate_mask", "can_skip", "check_expr"]
 
 
 def _field(batch: Array, name: str) -> Array:
@@ -59,32 +59,55 @@ def check_expr(e: Expr, d: dt.DType) -> None:
         check_expr(c, d)
 
 
-def evaluate(e: Expr, batch: Array) -> Mask:
-    """The predicate's Mask over the rows of ``batch``."""
+def evaluate(e: Expr, batch: Array) -> Array:
+    """The predicate ``e`` over the rows of the struct array ``batch``, as a boolean
+    ``vortex_io.Array`` (null where SQL says the predicate is null).
+
+    >>> import pyarrow as pa, vortex_io as vio
+    >>> from vortex_io.expr import col
+    >>> t = vio.array(pa.table({"x": [1, 2, None]}))
+    >>> evaluate(col("x") > 1, t).to_pylist()
+    [False, True, None]
+    """
+    from .kernels import mask_to_array
+
+    if not isinstance(e, Expr):
+        from .._check import describe
+
+        raise TypeError(f"evaluate(): e must be a vortex_io.expr expression, not {describe(e)}")
+    if not isinstance(batch, Array):
+        from .._check import describe
+
+        raise TypeError(f"evaluate(): batch must be a vortex_io.Array, not {describe(batch)}")
+    return mask_to_array(evaluate_mask(e, batch))
+
+
+def evaluate_mask(e: Expr, batch: Array) -> Mask:
+    """The predicate's Mask over the rows of ``batch`` (internal: what the scan uses)."""
     n = len(batch)
     if isinstance(e, Compare):
         op, left, right = e.normalized()
         if isinstance(left, Column) and isinstance(right, Literal):
             if right.value is None:
                 return mask_const(n, None)
-            return compare(_field(batch, left.name), right.value, op)
+            return compare_mask(_field(batch, left.name), right.value, op)
         return _arrow_eval(e, batch)
     if isinstance(e, And):
-        a = evaluate(e.left, batch)
+        a = evaluate_mask(e.left, batch)
         if not a[0].any() and a[1] is None:
             return a  # all false: the right side cannot change that
-        return mask_and(a, evaluate(e.right, batch))
+        return mask_and(a, evaluate_mask(e.right, batch))
     if isinstance(e, Or):
-        return mask_or(evaluate(e.left, batch), evaluate(e.right, batch))
+        return mask_or(evaluate_mask(e.left, batch), evaluate_mask(e.right, batch))
     if isinstance(e, Not):
-        return mask_not(evaluate(e.child, batch))
+        return mask_not(evaluate_mask(e.child, batch))
     if isinstance(e, IsIn):
         if isinstance(e.child, Column):
-            return is_in(_field(batch, e.child.name), e.values)
+            return is_in_mask(_field(batch, e.child.name), e.values)
         return _arrow_eval(e, batch)
     if isinstance(e, IsNull):
         if isinstance(e.child, Column):
-            return is_null(_field(batch, e.child.name), negated=e.negated)
+            return is_null_result(_field(batch, e.child.name), negated=e.negated)
         return _arrow_eval(e, batch)
     if isinstance(e, Literal):
         if e.value is None:

@@ -1,18 +1,21 @@
 """Compute kernels dispatched by encoding, with a canonical (pyarrow.compute) fallback.
 
-A predicate result is a ``Mask``: ``(values, validity)`` numpy bool arrays, where
-``validity`` None means every result is non-null. Invalid positions hold False in
-``values``. Encodings provide fast paths by implementing ``Encoding.compare``,
-``Encoding.is_in`` and ``Encoding.take`` (see the encoding modules); anything they do not
-handle falls back to decoding.
+The public predicates (``compare``, ``is_in``, ``is_null``) return a ``vortex_io.Array``
+of booleans (nullable: SQL null semantics, a comparison with a null row is null), which
+``filter`` takes. Internally a predicate result is a ``Mask``: ``(values, validity)``
+numpy bool arrays, where ``validity`` None means every result is non-null and invalid
+positions hold False in ``values`` (``compare_mask``, ``is_in_mask``, ``is_null_result``:
+what the encodings' kernels and the scan use). Encodings provide fast paths by
+implementing ``Encoding.compare``, ``Encoding.is_in`` and ``Encoding.take`` (see the
+encoding modules); anything they do not handle falls back to decoding.
 
 >>> import vortex_io as vio
 >>> from vortex_io import compute
 >>> a = vio.array([1, 5, None, 7])
->>> vals, valid = compute.compare(a, 5, "gte")
->>> vals.tolist(), valid.tolist()
-([False, True, False, True], [True, True, False, True])
->>> compute.filter(a, vals).to_pylist()
+>>> m = compute.compare(a, 5, "gte")
+>>> m.to_pylist()
+[False, True, None, True]
+>>> compute.filter(a, m).to_pylist()
 [5, 7]
 """
 
@@ -29,11 +32,16 @@ from ..array import Array
 
 __all__ = [
     "Mask",
+    "OPS",
     "compare",
+    "compare_mask",
     "compare_storage",
     "is_in",
+    "is_in_mask",
     "is_in_storage",
     "is_null",
+    "is_null_result",
+    "mask_to_array",
     "filter",
     "take",
     "coerce_literal",
@@ -214,8 +222,53 @@ def _validity_of(array: Array) -> np.ndarray | None:
 # -- kernels -----------------------------------------------------------------------------
 
 
-def compare(array: Array, value: Any, op: str) -> Mask:
-    """``array <op> value`` with SQL null semantics; ``value`` is a Python literal."""
+#: the comparison operators ``compare`` takes
+OPS = tuple(_PC_OPS)
+
+
+def _array_arg(func: str, array: Any) -> Array:
+    """``array`` as a ``vortex_io.Array`` (Arrow arrays are wrapped); ``TypeError`` else."""
+    if isinstance(array, Array):
+        return array
+    import pyarrow as pa
+
+    if isinstance(array, (pa.Array, pa.ChunkedArray)):
+        from ..arrow import from_arrow
+
+        return from_arrow(array)
+    from .._check import describe
+
+    raise TypeError(f"{func}(): array must be a vortex_io.Array or a pyarrow array, "
+                    f"not {describe(array)}")
+
+
+def mask_to_array(m: Mask) -> Array:
+    """A ``Mask`` as a ``vortex_io.Array`` of booleans (nullable when it has nulls)."""
+    from ..encodings.bool_ import bool_array
+
+    vals, valid = m
+    if valid is None:
+        return bool_array(vals)
+    return bool_array(vals, bool_array(valid), nullable=True)
+
+
+def compare(array: Array, value: Any, op: str) -> Array:
+    """``array <op> value`` as a boolean ``vortex_io.Array`` with SQL null semantics (a
+    null row gives null); ``value`` is a Python literal, ``op`` one of ``OPS`` (``"eq"``,
+    ``"neq"``, ``"lt"``, ``"lte"``, ``"gt"``, ``"gte"``). Evaluated on the encoded data
+    where the encoding allows.
+
+    >>> import vortex_io as vio
+    >>> compare(vio.array(["a", "b", None]), "a", "eq").to_pylist()
+    [True, False, None]
+    """
+    return mask_to_array(compare_mask(_array_arg("compare", array), value, op))
+
+
+def compare_mask(array: Array, value: Any, op: str) -> Mask:
+    """``compare`` as a ``Mask`` (internal)."""
+    if not isinstance(op, str) or op not in _PC_OPS:
+        raise ValueError(f"compare(): op must be one of {', '.join(OPS)}, not {op!r}")
     return compare_storage(array, coerce_literal(array.dtype, value), op)
 
 
@@ -281,8 +334,24 @@ def _compare_fallback(array: Array, v: Any, op: str) -> Mask:
     return arrow_bool_to_mask(getattr(pc, _PC_OPS[op])(a, lit))
 
 
-def is_in(array: Array, values: Any) -> Mask:
-    """``array IN values`` (nulls in ``values`` never match; a null row gives null)."""
+def is_in(array: Array, values: Any) -> Array:
+    """``array IN values`` as a boolean ``vortex_io.Array`` (nulls in ``values`` never
+    match; a null row gives null).
+
+    >>> import vortex_io as vio
+    >>> is_in(vio.array([1, 2, None, 4]), [2, 4]).to_pylist()
+    [False, True, None, True]
+    """
+    array = _array_arg("is_in", array)
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        from .._check import describe
+
+        raise TypeError(f"is_in(): values must be a collection of literals, not {describe(values)}")
+    return mask_to_array(is_in_mask(array, values))
+
+
+def is_in_mask(array: Array, values: Any) -> Mask:
+    """``is_in`` as a ``Mask`` (internal)."""
     return is_in_storage(array, [coerce_literal(array.dtype, x) for x in values if x is not None])
 
 
@@ -376,8 +445,19 @@ _VALIDITY_LAST = {
 }
 
 
-def is_null(array: Array, *, negated: bool = False) -> Mask:
-    """``IS NULL`` (or ``IS NOT NULL``): never null itself."""
+def is_null(array: Array, *, negated: bool = False) -> Array:
+    """``IS NULL`` (``negated``: ``IS NOT NULL``) as a non-nullable boolean
+    ``vortex_io.Array``.
+
+    >>> import vortex_io as vio
+    >>> is_null(vio.array([1, None])).to_pylist()
+    [False, True]
+    """
+    return mask_to_array(is_null_result(_array_arg("is_null", array), negated=negated))
+
+
+def is_null_result(array: Array, *, negated: bool = False) -> Mask:
+    """``is_null`` as a ``Mask`` (internal): never null itself."""
     return is_null_mask(array, invert=negated), None
 
 
@@ -438,10 +518,25 @@ def take_arrow(array: Array, indices: np.ndarray) -> Any:
 
 
 def filter(array: Array, mask: Any) -> Array:
-    """Rows where ``mask`` (numpy bool, or a Mask tuple: true and non-null) is true."""
-    if isinstance(mask, tuple):
+    """Rows of ``array`` where ``mask`` is true (a null in it drops the row): ``mask`` is
+    a boolean ``vortex_io.Array`` (what ``compare`` and ``is_in`` return), a
+    ``pyarrow.BooleanArray``, a numpy bool array or a list of bools."""
+    import pyarrow as pa
+
+    array = _array_arg("filter", array)
+    if isinstance(mask, tuple):  # an internal Mask
         mask = mask_true(mask)
-    mask = np.asarray(mask, dtype=np.bool_)
+    elif isinstance(mask, Array) or isinstance(mask, (pa.Array, pa.ChunkedArray)):
+        a = mask.to_arrow() if isinstance(mask, Array) else mask
+        if isinstance(a, pa.ChunkedArray):
+            a = a.combine_chunks()
+        if not pa.types.is_boolean(a.type):
+            raise TypeError(f"filter(): mask must be booleans, not {a.type}")
+        mask = arrow_bool_to_mask(a)
+        mask = mask_true(mask)
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"filter(): mask must be booleans, not an array of {mask.dtype}")
     if len(mask) != len(array):
         raise ValueError(f"filter mask of {len(mask)} rows for an array of {len(array)}")
     if mask.all():

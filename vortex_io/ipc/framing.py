@@ -68,13 +68,51 @@ from .flatbuf import root
 from .messages import Message, aligned_empty, body_layout, serialize_array
 from .schema import MessageType, decode_message_header, encode_dtype, encode_message_header
 
-__all__ = ["MessageDecoder", "MessageEncoder"]
+__all__ = ["MessageDecoder", "MessageEncoder", "looks_like"]
 
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _LEN, _HEADER, _BODY = 0, 1, 2
 #: the stream alignment the writer plans buffers for (and the decoder preserves on copies)
 STREAM_ALIGNMENT = 64
+
+
+#: a first message (the DType message) announcing a longer header than this (and than the
+#: reader's limit) is taken for input that is not a Vortex IPC stream at all
+PLAUSIBLE_FIRST_HEADER = 16 << 20
+
+#: (prefix, what input starting with it is); Vortex streams start with a small u32 LE
+#: header length, so none of these can begin one
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"PAR1", "a Parquet file (it starts with the magic PAR1)"),
+    (b"ARROW1", "an Arrow IPC file (it starts with the magic ARROW1)"),
+    (b"\xff\xff\xff\xff", "an Arrow IPC stream (it starts with the continuation marker 0xFFFFFFFF)"),
+    (b"FEA1", "a Feather v1 file (it starts with the magic FEA1)"),
+    (b"\x1f\x8b\x08", "gzip-compressed data"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed data"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed data"),
+    (b"BZh", "bzip2-compressed data"),
+    (b"PK\x03\x04", "a zip archive"),
+    (b"\xef\xbb\xbf", "text (it starts with a UTF-8 byte order mark)"),
+)
+
+
+def looks_like(prefix: bytes) -> str | None:
+    r"""What input starting with ``prefix`` (its first 4 to 8 bytes) looks like when it
+    starts with another format's signature (Parquet, Arrow IPC, compressed data, text),
+    else None. The decoder reports it when the first message cannot be read.
+
+    >>> looks_like(b"PAR1\x15\x04")
+    'a Parquet file (it starts with the magic PAR1)'
+    >>> looks_like(b"\x10\x00\x00\x00") is None
+    True
+    """
+    for sig, what in _SIGNATURES:
+        if prefix.startswith(sig) or (4 <= len(prefix) < len(sig) and sig.startswith(prefix)):
+            return what
+    if len(prefix) >= 4 and all(0x20 <= b < 0x7F or b in (9, 10, 13) for b in prefix[:4]):
+        return "text (CSV, JSON or similar)"
+    return None
 
 
 class MessageDecoder:
@@ -124,6 +162,7 @@ class MessageDecoder:
         self._index = 0
         self._error: VortexIPCError | None = None
         self._ended = False
+        self._first: str | None = None  # what the first bytes look like (looks_like)
 
     # -- input -------------------------------------------------------------------------
     def feed(self, data: Any) -> None:
@@ -193,6 +232,30 @@ class MessageDecoder:
         self._consumed += n
         return out
 
+    def _peek(self, n: int) -> bytes:
+        """Up to ``n`` buffered bytes, not consumed."""
+        out = b""
+        for c in self._chunks:
+            out += c[: n - len(out)].tobytes()
+            if len(out) >= n:
+                break
+        return out
+
+    def _check_first_length(self, n: int, first: str | None) -> None:
+        """Raise if the first message's header length ``n`` says the input is not a Vortex
+        IPC stream: another format's signature (``first``: what it looks like) announcing a
+        header the reader would refuse or no DType message needs, or a header longer than
+        any plausible DType message."""
+        self._first = first
+        if n == 0 or n > self.limits.max_header_bytes or n > PLAUSIBLE_FIRST_HEADER:
+            if first is not None:
+                raise self._fail(MalformedStreamError(
+                    f"not a Vortex IPC stream: it looks like {first}"))
+        if n > max(self.limits.max_header_bytes, PLAUSIBLE_FIRST_HEADER):
+            raise self._fail(MalformedStreamError(
+                f"not a Vortex IPC stream: its first 4 bytes would announce a message "
+                f"header of {n} bytes"))
+
     def _fail(self, e: VortexIPCError) -> VortexIPCError:
         e.locate(message_index=self._index, offset=self._msg_offset)
         self._error = e
@@ -208,7 +271,10 @@ class MessageDecoder:
         while self._buffered >= self._need:
             if self._state == _LEN:
                 self._msg_offset = self._consumed
+                first = looks_like(self._peek(8)) if self._index == 0 else None
                 (n,) = _U32.unpack(self._take(4).tobytes())
+                if self._index == 0:
+                    self._check_first_length(n, first)
                 if n == 0:
                     raise self._fail(MalformedStreamError("message header length is 0"))
                 if n > lim.max_header_bytes:
@@ -230,6 +296,12 @@ class MessageDecoder:
                 try:
                     hdr = decode_message_header(memoryview(raw))
                 except VortexIPCError as e:
+                    if self._index == 0 and type(e) is MalformedStreamError:
+                        e = MalformedStreamError(
+                            f"not a Vortex IPC stream: it looks like {self._first}"
+                            if self._first else
+                            f"not a Vortex IPC stream: its first message header does not "
+                            f"parse ({e.reason})")
                     raise self._fail(e) from None
                 self._check_record(hdr, raw, rec)
                 if hdr.body_size > lim.max_body_bytes:
@@ -367,6 +439,13 @@ class MessageDecoder:
             f"{self._buffered} byte(s) follow the stream's end marker"))
 
     def _raise_truncated(self) -> None:
+        if self._index == 0 and self._state == _HEADER and self._first is not None:
+            # another format's signature announcing a header longer than the input
+            e: VortexIPCError = MalformedStreamError(
+                f"not a Vortex IPC stream: it looks like {self._first}", message_index=0,
+                offset=0)
+            self._error = e
+            raise e
         where = {_LEN: "length prefix", _HEADER: "header", _BODY: "body"}[self._state]
         end = self._consumed + self._buffered
         e = TruncatedStreamError(

@@ -8,9 +8,11 @@ the same over asyncio streams.
 
 from __future__ import annotations
 
+import io
 import mmap
 import os
 import socket
+import stat
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -246,8 +248,12 @@ class _Source:
             self.name = os.fspath(source)
             f = open(self.name, "rb")
             self._owned.append(f)
-            size = os.fstat(f.fileno()).st_size
-            if size:
+            st = os.fstat(f.fileno())
+            size = st.st_size
+            if not stat.S_ISREG(st.st_mode):
+                # a pipe, FIFO, character device or socket named by path: streamed
+                self.file = f
+            elif size:
                 mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
                 self._owned.append(mm)
                 self.buffer = mm
@@ -260,6 +266,9 @@ class _Source:
         elif isinstance(source, socket.socket):
             self.file = source.makefile("rb", buffering=0)
             self._owned.append(self.file)
+        elif isinstance(source, io.TextIOBase):
+            raise TypeError("source is a text file: open it in binary mode ('rb'), or give "
+                            "sys.stdin.buffer rather than sys.stdin")
         elif hasattr(source, "read"):
             self.file = source
             self.name = getattr(source, "name", None) if isinstance(getattr(source, "name", None), str) else None
@@ -268,8 +277,8 @@ class _Source:
                 self.buffer = memoryview(source)
             except TypeError:
                 raise TypeError(
-                    f"cannot read a Vortex IPC stream from {type(source).__name__}: "
-                    "give a path, a bytes-like object or a binary file object"
+                    f"source must be a path, a bytes-like object, a binary file object or a "
+                    f"socket, not {type(source).__name__}"
                 ) from None
 
     def pump(self, dec: MessageDecoder) -> bool:

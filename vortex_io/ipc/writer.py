@@ -7,12 +7,14 @@ message per chunk of its data. Closing a writer mid-stream leaves whole messages
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import dtype as dt
+from .._check import check_int, check_metadata, check_type, describe
 from ..array import Array
 from ..metadata import Metadata, MetadataLike
 from .framing import MessageEncoder
@@ -22,17 +24,67 @@ __all__ = ["StreamWriter", "AsyncStreamWriter", "write_ipc", "to_vortex_chunks",
 MAX_ROWS = 2**32 - 1
 
 
-def coerce_dtype(d: Any) -> dt.DType:
-    """A Vortex dtype from a DType, an Arrow schema, type or field."""
+def coerce_dtype(d: Any, func: str = "StreamWriter") -> dt.DType:
+    """A Vortex dtype from a DType, an Arrow schema, type or field (``func``: the caller,
+    for the ``TypeError`` any other value raises)."""
     if isinstance(d, dt.DType):
         return d
+    import pyarrow as pa
+
+    if not isinstance(d, (pa.Schema, pa.Field, pa.DataType)):
+        raise TypeError(f"{func}(): dtype must be a vortex_io DType or an Arrow schema, field "
+                        f"or type, not {describe(d)}")
     from ..arrow import dtype_from_arrow
 
     return dtype_from_arrow(d)
 
 
+#: what ``write_ipc`` and ``StreamWriter.write`` accept as data
+DATA_ACCEPTED = ("a vortex_io.Array, Arrow data (Table, RecordBatch, Array, ChunkedArray, "
+                 "RecordBatchReader), a mapping of column names to columns, a pandas or Polars "
+                 "DataFrame, a numpy array, a list, or an object exporting the Arrow PyCapsule "
+                 "interface (__arrow_c_stream__ / __arrow_c_array__)")
+
+
+def as_arrow_data(func: str, data: Any) -> Any:
+    """``data`` as a ``vortex_io.Array`` or Arrow data (Table, RecordBatch, Array,
+    ChunkedArray, RecordBatchReader): what ``pa.table`` / ``pa.array`` accept is converted
+    (mappings of columns, pandas and Polars frames, numpy arrays, lists, Arrow PyCapsule
+    producers); anything else raises ``TypeError`` naming ``func``'s ``data``."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(data, (Array, pa.Array, pa.ChunkedArray, pa.Table, pa.RecordBatch,
+                         pa.RecordBatchReader)):
+        return data
+    if isinstance(data, (np.ndarray, list, tuple)):
+        return pa.array(data)
+    if isinstance(data, Mapping):
+        return pa.table(dict(data))
+    mod = type(data).__module__ or ""
+    if mod.startswith("pandas"):
+        if hasattr(data, "columns"):
+            return pa.Table.from_pandas(data)
+        return pa.array(data)  # a Series (or an Index)
+    if hasattr(data, "__arrow_c_stream__"):
+        # record batches (a frame, a query result) or arrays (a Polars Series)
+        if hasattr(data, "__arrow_c_schema__"):
+            t = pa.DataType._import_from_c_capsule(data.__arrow_c_schema__())
+            if not pa.types.is_struct(t):
+                return pa.chunked_array(data)
+        try:
+            return pa.RecordBatchReader.from_stream(data)
+        except pa.ArrowInvalid:  # a stream of arrays that are not record batches
+            return pa.chunked_array(data)
+    if hasattr(data, "__arrow_c_array__"):
+        return pa.array(data)
+    if hasattr(data, "__dataframe__"):
+        return pa.table(data)
+    raise TypeError(f"{func}(): data must be {DATA_ACCEPTED}; not {describe(data)}")
+
+
 def _arrow_chunks(data: Any) -> Iterator[Any]:
-    """Arrow arrays / record batches making up ``data``."""
+    """Arrow arrays / record batches making up ``data`` (normalized by ``as_arrow_data``)."""
     import pyarrow as pa
 
     if isinstance(data, pa.Table):
@@ -41,17 +93,8 @@ def _arrow_chunks(data: Any) -> Iterator[Any]:
         yield from data.chunks
     elif isinstance(data, (pa.RecordBatch, pa.Array)):
         yield data
-    elif isinstance(data, pa.RecordBatchReader):
-        yield from data
-    elif hasattr(data, "__arrow_c_stream__"):
-        yield from pa.RecordBatchReader.from_stream(data)
-    elif hasattr(data, "__arrow_c_array__"):
-        yield pa.array(data)
     else:
-        raise TypeError(
-            f"cannot write {type(data).__name__}: give a vortex_io.Array, Arrow data, or an "
-            "object exporting __arrow_c_array__ / __arrow_c_stream__"
-        )
+        yield from data
 
 
 def to_vortex_chunks(data: Any, dtype: dt.DType) -> Iterator[Array]:
@@ -66,21 +109,18 @@ def to_vortex_chunks(data: Any, dtype: dt.DType) -> Iterator[Array]:
         else:
             yield data
         return
-    import numpy as np
-
-    if isinstance(data, (np.ndarray, list)):
-        import pyarrow as pa
-
-        data = pa.array(data)
-    for chunk in _arrow_chunks(data):
+    for chunk in _arrow_chunks(as_arrow_data("write", data)):
         for start in range(0, max(len(chunk), 1), MAX_ROWS):
             part = chunk.slice(start, MAX_ROWS) if len(chunk) > MAX_ROWS else chunk
             yield from_arrow(part, dtype=dtype)
 
 
 class _Sink:
-    def __init__(self, sink: Any) -> None:
+    def __init__(self, sink: Any, func: str = "StreamWriter") -> None:
         self._owned = None
+        if isinstance(sink, io.TextIOBase):
+            raise TypeError(f"{func}(): sink is a text file: open it in binary mode ('wb'), "
+                            "or give sys.stdout.buffer rather than sys.stdout")
         if isinstance(sink, (str, os.PathLike)):
             self._owned = open(os.fspath(sink), "wb")
             self._write = self._owned.write
@@ -90,7 +130,8 @@ class _Sink:
             self._write = sink.write
             self._flush = getattr(sink, "flush", None)
         else:
-            raise TypeError(f"cannot write a stream to {type(sink).__name__}")
+            raise TypeError(f"{func}(): sink must be a path, a binary file object or a socket, "
+                            f"not {describe(sink)}")
         self._flush = getattr(self._owned or sink, "flush", None)
 
     def write(self, parts: list[Any]) -> None:
@@ -122,7 +163,14 @@ class _Compressing:
     dtype: dt.DType
     _enc: MessageEncoder
 
-    def _init_compression(self, compress: Any, encodings: Mapping[str, str] | None) -> None:
+    def _init_compression(self, compress: Any, encodings: Mapping[str, str] | None,
+                          func: str = "StreamWriter") -> None:
+        from ..compress import CompressOptions
+
+        check_type(func, "compress", compress, (bool, CompressOptions),
+                   "a bool or a vortex_io.CompressOptions")
+        check_type(func, "encodings", encodings, (Mapping, type(None)),
+                   "a mapping of column names to an encoding ID or a list of IDs, or None")
         self._options = None if isinstance(compress, bool) else compress
         self.compress = bool(compress) or bool(encodings)
         self.encodings = dict(encodings) if encodings else None
@@ -182,14 +230,14 @@ class StreamWriter(_Compressing):
 
     def __init__(self, sink: Any, dtype: Any, *, metadata: MetadataLike = None,
                  compress: Any = False, encodings: Mapping[str, str] | None = None,
-                 integrity: bool = False) -> None:
-        self.dtype = coerce_dtype(dtype)
-        self.metadata = Metadata.coerce(metadata)
+                 integrity: bool = False, _caller: str = "StreamWriter") -> None:
+        self.dtype = coerce_dtype(dtype, _caller)
+        self.metadata = check_metadata(_caller, "metadata", metadata)
         self.integrity = integrity
-        self._init_compression(compress, encodings)
+        self._init_compression(compress, encodings, _caller)
         self._enc = MessageEncoder(integrity=integrity)
         first = self._enc.dtype_message(self.dtype, self.metadata)  # (refuses reserved keys)
-        self._sink = _Sink(sink)
+        self._sink = _Sink(sink, _caller)
         self._closed = False
         self._sink.write(first)
 
@@ -201,6 +249,7 @@ class StreamWriter(_Compressing):
         """Write ``data`` (one message per chunk); returns the number of messages written."""
         if self._closed:
             raise ValueError("write() on a closed StreamWriter")
+        metadata = check_metadata("write", "metadata", metadata)
         n = 0
         for parts in self._messages(data, metadata):
             self._sink.write(parts)
@@ -209,6 +258,7 @@ class StreamWriter(_Compressing):
 
     def write_batch(self, array: Array, *, metadata: MetadataLike = None) -> None:
         """Write one already-built array as one message, as it is (no compression)."""
+        check_type("write_batch", "array", array, Array, "a vortex_io.Array")
         if array.dtype != self.dtype:
             raise TypeError(f"array of dtype {array.dtype!r} written to a stream of {self.dtype!r}")
         self._sink.write(self._enc.array_message(array, Metadata.coerce(metadata)))
@@ -251,10 +301,10 @@ class AsyncStreamWriter(_Compressing):
     def __init__(self, writer: Any, dtype: Any, *, metadata: MetadataLike = None,
                  compress: Any = False, encodings: Mapping[str, str] | None = None,
                  integrity: bool = False) -> None:
-        self.dtype = coerce_dtype(dtype)
-        self.metadata = Metadata.coerce(metadata)
+        self.dtype = coerce_dtype(dtype, "AsyncStreamWriter")
+        self.metadata = check_metadata("AsyncStreamWriter", "metadata", metadata)
         self.integrity = integrity
-        self._init_compression(compress, encodings)
+        self._init_compression(compress, encodings, "AsyncStreamWriter")
         self._w = writer
         self._enc = MessageEncoder(integrity=integrity)
         self._closed = False
@@ -308,8 +358,11 @@ def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: 
               encodings: Mapping[str, str] | None = None, integrity: bool = False) -> int:
     """Write ``data`` as a whole stream, ``chunk_rows`` rows per message; returns bytes written.
 
-    ``data``: a ``vortex_io.Array``, Arrow data, numpy array, list, or an object exporting
-    the Arrow PyCapsule interface. ``compress=False`` always writes canonical arrays; a
+    ``sink``: a path, a binary file object or a socket. ``data``: a ``vortex_io.Array``,
+    Arrow data, a mapping of column names to columns (as ``pa.table`` takes), a pandas or
+    Polars DataFrame, a numpy array, a list, or an object exporting the Arrow PyCapsule
+    interface (a DuckDB relation, say). Arrow schema metadata (pandas' included) becomes the
+    stream's metadata unless ``metadata`` is given. ``compress=False`` always writes canonical arrays; a
     ``vortex_io.CompressOptions`` compresses with those options (e.g. ``compact=True``).
     ``encodings`` forces an encoding per column, e.g. ``{"city": "vortex_io.inverted_index"}``.
     ``integrity=True`` adds a CRC-32C record to every message and an end marker
@@ -320,20 +373,12 @@ def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: 
     >>> n > 0
     True
     """
-    import numpy as np
     import pyarrow as pa
 
-    if chunk_rows < 1:
-        raise ValueError("chunk_rows must be positive")
+    check_int("write_ipc", "chunk_rows", chunk_rows, minimum=1)
     chunk_rows = min(chunk_rows, MAX_ROWS)
-    if isinstance(data, (np.ndarray, list)):
-        data = pa.array(data)
-    elif not isinstance(data, (Array, pa.Array, pa.ChunkedArray, pa.Table, pa.RecordBatch,
-                               pa.RecordBatchReader)):
-        if hasattr(data, "__arrow_c_stream__"):
-            data = pa.RecordBatchReader.from_stream(data)
-        elif hasattr(data, "__arrow_c_array__"):
-            data = pa.array(data)
+    check_metadata("write_ipc", "metadata", metadata)
+    data = as_arrow_data("write_ipc", data)
     if metadata is None and isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
         from ..arrow import schema_metadata_pairs
 
@@ -345,8 +390,10 @@ def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: 
             dtype = coerce_dtype(data.schema)
         else:
             dtype = coerce_dtype(pa.field("", data.type, True))
+    else:
+        dtype = coerce_dtype(dtype, "write_ipc")
     with StreamWriter(sink, dtype, metadata=metadata, compress=compress, encodings=encodings,
-                      integrity=integrity) as w:
+                      integrity=integrity, _caller="write_ipc") as w:
         wrote = 0
         for piece in _rechunk(data, chunk_rows):
             wrote += w.write(piece)
