@@ -327,6 +327,9 @@ class StreamReader:
         self._dec = MessageDecoder(limits=self.limits)
         #: build struct fields on first use (a scan sets it: it locates errors itself)
         self._lazy_fields = False
+        #: the stream ends, for this reader, before the message of this index (a scan of a
+        #: message range sets it: later messages are never read)
+        self._stop_index: int | None = None
         self._done = False
         try:
             self.dtype: dt.DType
@@ -341,6 +344,8 @@ class StreamReader:
 
     def _next_message(self) -> Message | None:
         dec = self._dec
+        if self._stop_index is not None and dec.messages_decoded >= self._stop_index:
+            return None
         while True:
             m = dec.next_message()
             if m is not None:
