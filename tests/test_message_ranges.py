@@ -61,6 +61,19 @@ def test_ranges_cover_the_stream_in_order(data):
         message_ranges(spans, target_bytes=0)
 
 
+@pytest.mark.parametrize("parts", [1, 2, 3, 4, 7, 10, 25])
+def test_parts_are_balanced(data, parts):
+    spans = message_spans(data)
+    ranges = message_ranges(spans, parts=parts)
+    assert len(ranges) == min(parts, len(spans))
+    assert [(r.start, r.stop) for r in ranges][0][0] == 1 and ranges[-1].stop == len(spans) + 1
+    assert all(a.stop == b.start for a, b in itertools.pairwise(ranges))
+    sizes = [r.stop - r.start for r in ranges]
+    assert max(sizes) - min(sizes) <= 1  # equal-size messages: counts differ by one at most
+    with pytest.raises(ValueError):
+        message_ranges(spans, parts=2, target_rows=10)
+
+
 @pytest.mark.parametrize("source", ["bytes", "path"])
 def test_range_scans_add_up_to_the_full_scan(data, path, source):
     src = data if source == "bytes" else path

@@ -211,28 +211,50 @@ def _spans(read: Callable[[int, int], bytes], size: int, lim: ReaderLimits) -> l
 
 
 def message_ranges(spans: Sequence[MessageSpan], *, target_bytes: int | None = None,
-                   target_rows: int | None = None) -> list[MessageRange]:
+                   target_rows: int | None = None, parts: int | None = None
+                   ) -> list[MessageRange]:
     """``spans`` (of one stream, in order) cut at message boundaries into consecutive
-    ranges of about ``target_bytes`` bytes and / or ``target_rows`` rows each (a range
-    closes once it reaches either; every range holds at least one message). Neither: one
-    range of everything. No spans: no ranges.
+    ranges: of about ``target_bytes`` bytes and / or ``target_rows`` rows each (a range
+    closes once it reaches either), or ``parts`` ranges of about equal bytes (fewer when
+    there are fewer messages). Every range holds at least one message; with no option, one
+    range of everything; no spans, no ranges.
 
     >>> spans = [MessageSpan(i, 100 * i, 100, 10) for i in range(1, 6)]
     >>> [(r.start, r.stop, r.rows) for r in message_ranges(spans, target_bytes=200)]
     [(1, 3, 20), (3, 5, 20), (5, 6, 10)]
+    >>> [(r.start, r.stop) for r in message_ranges(spans, parts=2)]
+    [(1, 3), (3, 6)]
     """
     if target_bytes is not None and target_bytes < 1:
         raise ValueError("target_bytes must be positive")
     if target_rows is not None and target_rows < 1:
         raise ValueError("target_rows must be positive")
+    if parts is not None:
+        if parts < 1:
+            raise ValueError("parts must be positive")
+        if target_bytes is not None or target_rows is not None:
+            raise ValueError("give parts or targets, not both")
     out: list[MessageRange] = []
     group: list[MessageSpan] = []
+    if parts is not None:
+        # each message to the part its byte midpoint falls in
+        total = sum(s.size for s in spans) or 1
+        cum, part = 0, 0
+        for s in spans:
+            p = min(parts - 1, int((cum + s.size / 2) * parts / total))
+            if p != part and group:
+                out.append(_range_of(group))
+                group = []
+            part = p
+            group.append(s)
+            cum += s.size
+        if group:
+            out.append(_range_of(group))
+        return out
 
     def close() -> None:
         if group:
-            out.append(MessageRange(group[0].index, group[-1].index + 1, group[0].offset,
-                                    rows=sum(s.rows for s in group),
-                                    size=sum(s.size for s in group)))
+            out.append(_range_of(group))
             group.clear()
 
     nbytes = nrows = 0
@@ -246,6 +268,11 @@ def message_ranges(spans: Sequence[MessageSpan], *, target_bytes: int | None = N
             nbytes = nrows = 0
     close()
     return out
+
+
+def _range_of(group: Sequence[MessageSpan]) -> MessageRange:
+    return MessageRange(group[0].index, group[-1].index + 1, group[0].offset,
+                        rows=sum(s.rows for s in group), size=sum(s.size for s in group))
 
 
 def _is_glob(s: str) -> bool:
