@@ -66,7 +66,7 @@ def test_parts_are_balanced(data, parts):
     spans = message_spans(data)
     ranges = message_ranges(spans, parts=parts)
     assert len(ranges) == min(parts, len(spans))
-    assert [(r.start, r.stop) for r in ranges][0][0] == 1 and ranges[-1].stop == len(spans) + 1
+    assert ranges[0].start == 1 and ranges[-1].stop == len(spans) + 1
     assert all(a.stop == b.start for a, b in itertools.pairwise(ranges))
     sizes = [r.stop - r.start for r in ranges]
     assert max(sizes) - min(sizes) <= 1  # equal-size messages: counts differ by one at most

@@ -125,8 +125,8 @@ def _literal(v: Any, t: pa.DataType) -> Any:
             return v
     elif pa.types.is_integer(t):
         # pyarrow casts a float literal and the column to double (inexact past 2**53)
-        if isinstance(v, int) and not isinstance(v, bool):
-            return v  # out-of-range literals are compared exactly on both sides
+        if isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63):
+            return v  # pyarrow takes int64 literals; out of the column's range: exact both sides
     elif pa.types.is_floating(t) and not pa.types.is_float16(t):
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) <= 1 << 53:
             v = float(v)
@@ -177,7 +177,7 @@ def _is_in(e: BinaryExpr, schema: pa.Schema) -> Expr:
     has_null = any(v is None for v in values)
     vals = tuple(dict.fromkeys(_literal(v, t) for v in values if v is not None))
     if not vals:
-        return IsNull(c, False)
+        raise Untranslatable("is_in of nulls only (pyarrow cannot type the list)")
     if pa.types.is_integer(t):
         # pyarrow casts the list to the column's type: a value outside it raises there
         info = np.iinfo(t.to_pandas_dtype())
