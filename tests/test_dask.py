@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 
 import pyarrow as pa
 import pytest
@@ -176,3 +178,11 @@ def test_on_a_local_cluster(files, tmp_path):
         with pytest.raises(vio.MalformedStreamError) as e:
             client.compute(read_vortex_ipc(str(bad))).result()
         assert "part-0.vxipc" in str(e.value) and e.value.message_index == 2
+
+
+def test_the_core_imports_no_engine():
+    code = ("import sys, vortex_io, vortex_io.scan, vortex_io.integrations._distributed; "
+            "print(sorted(m for m in ('ray', 'dask', 'distributed', 'polars', 'duckdb') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
