@@ -70,7 +70,10 @@ OPS = ["__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"]
 def leaf(draw):
     name = draw(st.sampled_from(sorted(LITERALS)))
     c = col(name)
-    kind = draw(st.sampled_from(["cmp", "cmp_flipped", "in", "not_in", "null", "not_null"]))
+    kind = draw(st.sampled_from(["cmp", "cmp_flipped", "in", "not_in", "null", "not_null",
+                                 "bare"]))
+    if kind == "bare":  # a column as the predicate (booleans only translate)
+        return c
     if kind in ("null", "not_null"):
         return c.is_null() if kind == "null" else c.is_not_null()
     if kind in ("in", "not_in"):
@@ -123,6 +126,7 @@ def test_every_literal_and_operator(name):
             translated += check(getattr(lit(v), op)(col(name)))
         translated += check(col(name).is_in([v])) + check(col(name).not_in([v, LITERALS[name][0]]))
     translated += check(col(name).is_null()) + check(~col(name).is_not_null())
+    translated += check(col(name)) + check(~col(name) | col(name).is_null())
     assert translated >= 2
 
 

@@ -221,6 +221,11 @@ def translate(e: RayExpr, schema: pa.Schema) -> Expr:
             if not isinstance(right, LiteralExpr):
                 raise Untranslatable(f"not a literal: {right!r}")
             return Compare(op, c, Literal(_literal(right.value, t)))
+    elif isinstance(e, ColumnExpr):
+        c, t = _column(e, schema)
+        if pa.types.is_boolean(t):  # a boolean column as the predicate: its true rows
+            return Compare("eq", c, Literal(True))
+        raise Untranslatable(f"column {e.name!r} of type {t} is not a predicate")
     elif isinstance(e, UnaryExpr):
         if e.op == Operation.NOT:
             return Not(translate(e.operand, schema))
@@ -230,8 +235,7 @@ def translate(e: RayExpr, schema: pa.Schema) -> Expr:
                 raise Untranslatable("is_null on a column of nulls")
             # validity only on both sides: NaN is not null (pyarrow's nan_is_null=False)
             return IsNull(c, e.op == Operation.IS_NOT_NULL)
-    raise Untranslatable(f"not a column: {e!r}" if not isinstance(e, (BinaryExpr, UnaryExpr))
-                         else f"predicate {e!r}")
+    raise Untranslatable(f"predicate {e!r}")
 
 
 # -- the datasource -------------------------------------------------------------------------------
