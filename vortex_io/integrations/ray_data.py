@@ -133,8 +133,10 @@ def _literal(v: Any, t: pa.DataType) -> Any:
         if isinstance(v, float) and math.isfinite(v):
             # pyarrow compares a float32 column in double: the same rows when the literal is
             # a float32 value
-            if pa.types.is_float32(t) and float(np.float32(v)) != v:
-                raise Untranslatable(f"{v!r} is not a float32 value")
+            if pa.types.is_float32(t):
+                with np.errstate(over="ignore"):  # too big for float32: inf, refused
+                    if float(np.float32(v)) != v:
+                        raise Untranslatable(f"{v!r} is not a float32 value")
             return v
     elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         if isinstance(v, str):
