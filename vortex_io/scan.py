@@ -37,12 +37,19 @@ from .arrow import arrow_take, string_view_output
 from .compute.evaluate import can_skip, check_expr, evaluate_mask
 from .compute.expr import And, Column, Compare, Expr, Literal
 from .compute.kernels import coerce_literal, mask_true, take_arrow
-from .errors import VortexIPCError
+from .errors import (
+    LimitExceededError,
+    MalformedStreamError,
+    TruncatedStreamError,
+    VortexIPCError,
+)
 from .ipc.reader import StreamReader
 from .ipc.reader import _check_stream_message as _check_message
-from .limits import ReaderLimits
+from .ipc.schema import MessageType, decode_message_header
+from .limits import DEFAULT_LIMITS, ReaderLimits
 
-__all__ = ["scan", "read_table", "Scan", "ScanStats", "expand_sources"]
+__all__ = ["scan", "read_table", "Scan", "ScanStats", "expand_sources", "MessageSpan",
+           "MessageRange", "message_spans", "message_ranges"]
 
 
 @dataclass
@@ -61,6 +68,212 @@ class ScanStats:
 
     def as_dict(self) -> dict[str, int]:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+
+# -- message boundaries: a header-only pass, and ranges of messages to scan ------------------
+
+
+@dataclass(frozen=True)
+class MessageSpan:
+    """Where one Array message of a stream is: its stream ``index`` (0 is the DType message,
+    so Array messages count from 1), byte ``offset``, ``size`` in bytes (length prefix,
+    header and body) and ``rows``. Made by :func:`message_spans` from the headers alone."""
+
+    index: int
+    offset: int
+    size: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class MessageRange:
+    """The Array messages ``start <= index < stop`` of one stream (stream message indices:
+    the DType message is 0). ``offset``: the byte offset of message ``start`` (as
+    :func:`message_spans` found it); with it, a scan of a path or bytes jumps there and
+    reads nothing before it but the DType message. Without it the scan walks the headers
+    before ``start`` (their bodies are not decoded)."""
+
+    start: int
+    stop: int
+    offset: int | None = None
+    rows: int | None = None  # the rows of the range, when known (informational)
+    size: int | None = None  # its bytes, when known (informational)
+
+    def __post_init__(self) -> None:
+        if self.start < 1 or self.stop < self.start:
+            raise ValueError(f"a message range needs 1 <= start <= stop, not {self.start}..{self.stop}")
+        if self.offset is not None and self.offset < 0:
+            raise ValueError("offset must be >= 0")
+
+
+def _as_range(messages: Any) -> MessageRange:
+    if isinstance(messages, MessageRange):
+        return messages
+    if isinstance(messages, range):
+        if messages.step != 1:
+            raise ValueError("messages= takes a range of step 1")
+        return MessageRange(messages.start, messages.stop)
+    if isinstance(messages, tuple) and len(messages) == 2:
+        return MessageRange(int(messages[0]), int(messages[1]))
+    raise TypeError(f"messages= takes a MessageRange, a range or a (start, stop) tuple, "
+                    f"not {type(messages).__name__}")
+
+
+_U32 = 4
+
+
+def message_spans(source: Any, *, limits: ReaderLimits | None = None) -> list[MessageSpan]:
+    """The Array messages of one stream, from a header-only pass: each message's length
+    prefix and header are read and its body is skipped (a file is read with seeks, never
+    mapped whole), so planning a distributed read of large files costs a few bytes per
+    message. ``source``: a path or a bytes-like object. Bad framing raises the
+    ``VortexIPCError`` a reader would (``TruncatedStreamError`` for a cut stream), naming
+    the file, message and offset; bodies are checked when they are scanned.
+
+    >>> import io, pyarrow as pa, vortex_io as vio
+    >>> buf = io.BytesIO()
+    >>> with vio.StreamWriter(buf, pa.schema([("x", pa.int64())])) as w:
+    ...     for i in range(3):
+    ...         _ = w.write(pa.table({"x": list(range(i + 1))}))
+    >>> spans = message_spans(buf.getvalue())
+    >>> [(s.index, s.rows) for s in spans]
+    [(1, 1), (2, 2), (3, 3)]
+    >>> vio.scan(buf.getvalue(), messages=range(2, 4)).to_arrow()["x"].to_pylist()
+    [0, 1, 0, 1, 2]
+    """
+    lim = limits or DEFAULT_LIMITS
+    if isinstance(source, (str, os.PathLike)):
+        name = os.fspath(source)
+        with open(name, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+
+            def read(pos: int, n: int) -> bytes:
+                f.seek(pos)
+                return f.read(n)
+
+            try:
+                return _spans(read, size, lim)
+            except VortexIPCError as e:
+                raise e.locate(source=name) from None
+    if hasattr(source, "read") or isinstance(source, str):
+        raise TypeError("message_spans() needs a path or a bytes-like object")
+    buf = memoryview(source).cast("B")
+    return _spans(lambda pos, n: bytes(buf[pos:pos + n]), len(buf), lim)
+
+
+def _spans(read: Callable[[int, int], bytes], size: int, lim: ReaderLimits) -> list[MessageSpan]:
+    out: list[MessageSpan] = []
+    pos = index = 0
+    while pos < size:
+        if size - pos < _U32:
+            raise TruncatedStreamError(
+                f"stream ends inside the length prefix of a message ({size - pos} of 4 bytes "
+                "present)", message_index=index, offset=size)
+        n = int.from_bytes(read(pos, _U32), "little")
+        if n == 0:
+            raise MalformedStreamError("message header length is 0", message_index=index,
+                                       offset=pos)
+        if n > lim.max_header_bytes:
+            raise LimitExceededError(f"message header of {n} bytes exceeds the limit of "
+                                     f"{lim.max_header_bytes}", message_index=index, offset=pos)
+        if pos + _U32 + n > size:
+            raise TruncatedStreamError(
+                f"stream ends inside the header of a message ({size - pos - _U32} of {n} bytes "
+                "present)", message_index=index, offset=size)
+        try:
+            hdr = decode_message_header(memoryview(read(pos + _U32, n)))
+        except VortexIPCError as e:
+            raise e.locate(message_index=index, offset=pos) from None
+        if hdr.body_size > lim.max_body_bytes:
+            raise LimitExceededError(f"message body of {hdr.body_size} bytes exceeds the limit "
+                                     f"of {lim.max_body_bytes}", message_index=index, offset=pos)
+        end = pos + _U32 + n + hdr.body_size
+        if end > size:
+            raise TruncatedStreamError(
+                f"stream ends inside the body of a message ({size - pos - _U32 - n} of "
+                f"{hdr.body_size} bytes present)", message_index=index, offset=size)
+        if index == 0:
+            if hdr.type != MessageType.DTYPE:
+                raise MalformedStreamError(
+                    f"a stream must start with a DType message, not {hdr.type.name}",
+                    message_index=0, offset=0)
+        elif hdr.type == MessageType.BUFFER:
+            raise MalformedStreamError("a Buffer message is not allowed in an array stream",
+                                       message_index=index, offset=pos)
+        elif hdr.type == MessageType.DTYPE:
+            raise MalformedStreamError("a second DType message in the stream",
+                                       message_index=index, offset=pos)
+        else:
+            out.append(MessageSpan(index, pos, end - pos, hdr.row_count))
+        pos, index = end, index + 1
+    if index == 0:
+        raise MalformedStreamError("the stream is empty: it has no DType message", offset=0)
+    return out
+
+
+def message_ranges(spans: Sequence[MessageSpan], *, target_bytes: int | None = None,
+                   target_rows: int | None = None, parts: int | None = None
+                   ) -> list[MessageRange]:
+    """``spans`` (of one stream, in order) cut at message boundaries into consecutive
+    ranges: of about ``target_bytes`` bytes and / or ``target_rows`` rows each (a range
+    closes once it reaches either), or ``parts`` ranges of about equal bytes (fewer when
+    there are fewer messages). Every range holds at least one message; with no option, one
+    range of everything; no spans, no ranges.
+
+    >>> spans = [MessageSpan(i, 100 * i, 100, 10) for i in range(1, 6)]
+    >>> [(r.start, r.stop, r.rows) for r in message_ranges(spans, target_bytes=200)]
+    [(1, 3, 20), (3, 5, 20), (5, 6, 10)]
+    >>> [(r.start, r.stop) for r in message_ranges(spans, parts=2)]
+    [(1, 3), (3, 6)]
+    """
+    if target_bytes is not None and target_bytes < 1:
+        raise ValueError("target_bytes must be positive")
+    if target_rows is not None and target_rows < 1:
+        raise ValueError("target_rows must be positive")
+    if parts is not None:
+        if parts < 1:
+            raise ValueError("parts must be positive")
+        if target_bytes is not None or target_rows is not None:
+            raise ValueError("give parts or targets, not both")
+    out: list[MessageRange] = []
+    group: list[MessageSpan] = []
+    if parts is not None:
+        # each message to the part its byte midpoint falls in
+        total = sum(s.size for s in spans) or 1
+        cum, part = 0, 0
+        for s in spans:
+            p = min(parts - 1, int((cum + s.size / 2) * parts / total))
+            if p != part and group:
+                out.append(_range_of(group))
+                group = []
+            part = p
+            group.append(s)
+            cum += s.size
+        if group:
+            out.append(_range_of(group))
+        return out
+
+    def close() -> None:
+        if group:
+            out.append(_range_of(group))
+            group.clear()
+
+    nbytes = nrows = 0
+    for s in spans:
+        group.append(s)
+        nbytes += s.size
+        nrows += s.rows
+        if ((target_bytes is not None and nbytes >= target_bytes)
+                or (target_rows is not None and nrows >= target_rows)):
+            close()
+            nbytes = nrows = 0
+    close()
+    return out
+
+
+def _range_of(group: Sequence[MessageSpan]) -> MessageRange:
+    return MessageRange(group[0].index, group[-1].index + 1, group[0].offset,
+                        rows=sum(s.rows for s in group), size=sum(s.size for s in group))
 
 
 def _is_glob(s: str) -> bool:
@@ -174,11 +387,15 @@ class Scan:
                  filter: Expr | None = None, limit: int | None = None,
                  batch_size: int | None = None, limits: ReaderLimits | None = None,
                  offset: int = 0, string_view: bool = False, threads: int | None = None,
-                 read_dictionary: Sequence[str] | None = None, _caller: str = "scan") -> None:
+                 read_dictionary: Sequence[str] | None = None, messages: Any = None,
+                 _caller: str = "scan") -> None:
         fn = _caller
         self.sources = _one_shot_paths(expand_sources(source))
         if not self.sources:
             raise ValueError(f"{fn}() needs at least one source")
+        self.messages = None if messages is None else _as_range(messages)
+        if self.messages is not None and len(self.sources) != 1:
+            raise ValueError("messages= selects messages of one stream: give one source")
         for s in self.sources:
             check_source(fn, "source", s)
         columns = check_names(fn, "columns", columns)
@@ -289,7 +506,10 @@ class Scan:
             # fields are built on first use: pruned batches and unprojected columns never
             # are (errors in what is used are located below, like lazily decoded data)
             reader._lazy_fields = True
+            skipped = 0  # bytes before a message range that were jumped over, never read
             try:
+                if self.messages is not None:
+                    skipped = self._enter_range(reader)
                 if d is None:
                     self._set_dtype(reader)
                     d = self._dtype
@@ -307,8 +527,36 @@ class Scan:
                 yield from self._scan_source(reader, b, emit)
             finally:
                 with stats._lock:
-                    stats.bytes_read += reader._dec.position
+                    stats.bytes_read += reader._dec.position - skipped
                 reader.close()
+
+    def _enter_range(self, reader: StreamReader) -> int:
+        """Position ``reader`` at the first message of ``self.messages`` and end it before
+        ``stop``; returns the bytes jumped over unread (0 when the headers before the range
+        were walked: a file object, or no offset given)."""
+        r = self.messages
+        assert r is not None
+        reader._stop_index = r.stop
+        dec = reader._dec
+        if r.offset is not None and reader._src.file is None and not reader.integrity:
+            # a path (memory-mapped) or bytes: the decoder holds the whole stream, unread
+            # (a stream with integrity data is walked instead: its header checksums chain)
+            before = dec.position
+            try:
+                dec.skip_to(r.offset, r.start)
+            except ValueError:
+                raise ValueError(f"messages=: offset {r.offset} of message {r.start} is not "
+                                 f"after the DType message (which ends at {before})") from None
+            return r.offset - before
+        while dec.messages_decoded < r.start:
+            try:
+                m = reader._next_message()
+                if m is None:
+                    break
+                _check_message(m)
+            except VortexIPCError as e:
+                raise e.locate(source=reader._src.name) from None
+        return 0
 
     def _scan_source(self, reader: StreamReader, b: _Budget, emit: Callable[[Any], Iterator[Any]]
                      ) -> Iterator[Any]:
@@ -709,7 +957,7 @@ def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | No
          limit: int | None = None, batch_size: int | None = None,
          limits: ReaderLimits | None = None, offset: int = 0,
          string_view: bool = False, threads: int | None = None,
-         read_dictionary: Sequence[str] | None = None) -> Scan:
+         read_dictionary: Sequence[str] | None = None, messages: Any = None) -> Scan:
     """Scan one or many streams with projection, filter and limit pushdown.
 
     ``source``: a path, bytes-like object, binary file object, a list of those, or a glob
@@ -724,11 +972,16 @@ def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | No
     return as Arrow ``dictionary<int32, string | binary>`` (as ``pyarrow.parquet``'s option of
     that name): a dictionary-encoded column is handed over as its codes and values, never
     expanded (engines group and filter such columns per distinct value); a column encoded
-    otherwise in some message is dictionary-encoded for it.
+    otherwise in some message is dictionary-encoded for it. ``messages``: scan only these
+    Array messages of one stream, a ``MessageRange`` (from :func:`message_ranges` over the
+    header-only :func:`message_spans`: the scan jumps to its byte offset and stops after it,
+    so ``stats.bytes_read`` counts the DType message and the range), a ``range`` or a
+    ``(start, stop)`` tuple of stream message indices (the DType message is 0); distributed
+    readers give each task one range.
     """
     return Scan(source, columns=columns, filter=filter, limit=limit, batch_size=batch_size,
                 limits=limits, offset=offset, string_view=string_view, threads=threads,
-                read_dictionary=read_dictionary)
+                read_dictionary=read_dictionary, messages=messages)
 
 
 def read_table(source: Any, *, columns: Sequence[str] | None = None,

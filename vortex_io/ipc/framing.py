@@ -398,6 +398,50 @@ class MessageDecoder:
                 f"the end marker counts {messages} message(s) and {rows} row(s) before it; "
                 f"the stream has {self._index} and {self._rows}"))
 
+    def skip_to(self, offset: int, index: int) -> None:
+        """Continue at the message that starts at stream ``offset``, numbered ``index``: the
+        buffered bytes before it are dropped unread (no copy). For readers that know the
+        message boundaries from a header-only pass (``vortex_io.scan(messages=...)``). The
+        decoder must be between messages and hold every byte up to ``offset``.
+
+        >>> import vortex_io as vio
+        >>> enc = MessageEncoder()
+        >>> parts = enc.dtype_message(vio.dtype.int64())
+        >>> first = b"".join(bytes(p) for p in parts)
+        >>> rest = [b"".join(bytes(p) for p in enc.array_message(vio.array([i]))) for i in range(3)]
+        >>> dec = MessageDecoder()
+        >>> dec.feed(first + b"".join(rest))
+        >>> dec.next_message().type.name
+        'DTYPE'
+        >>> dec.skip_to(len(first) + len(rest[0]) + len(rest[1]), 3)
+        >>> m = dec.next_message()
+        >>> m.index, m.offset == dec.position - m.size
+        (3, True)
+        """
+        if self._error is not None:
+            raise self._error
+        if self.integrity:
+            # each header checksum chains from the one before, and the end marker counts
+            # the rows: such a stream is entered by framing the messages before (their
+            # bodies unchecked, never used), not by a jump
+            raise ValueError("a stream with integrity data cannot be entered by skipping")
+        n = offset - self._consumed
+        if self._state != _LEN or n < 0 or n > self._buffered or index < self._index:
+            raise ValueError(f"cannot skip to offset {offset} (message {index}) from offset "
+                             f"{self._consumed} (message {self._index}, {self._buffered} bytes "
+                             "buffered)")
+        while n:
+            first = self._chunks[0]
+            k = min(first.nbytes, n)
+            if k == first.nbytes:
+                self._chunks.popleft()
+            else:
+                self._chunks[0] = first[k:]
+            self._buffered -= k
+            self._consumed += k
+            n -= k
+        self._index = index
+
     def __iter__(self) -> Iterator[Message]:
         """Every message that is complete in what was fed so far."""
         while (m := self.next_message()) is not None:

@@ -354,6 +354,9 @@ class StreamReader:
                                    defer_body_checks=True)
         #: build struct fields on first use (a scan sets it: it locates errors itself)
         self._lazy_fields = False
+        #: the stream ends, for this reader, before the message of this index (a scan of a
+        #: message range sets it: later messages are never read)
+        self._stop_index: int | None = None
         self._done = False
         try:
             self.dtype: dt.DType
@@ -370,7 +373,8 @@ class StreamReader:
         """The next message; None at the end of the stream (after an end marker nothing
         more is read: a pipe or socket may carry more after it)."""
         dec = self._dec
-        if dec.finished:
+        if dec.finished or (self._stop_index is not None
+                            and dec.messages_decoded >= self._stop_index):
             return None
         while True:
             m = dec.next_message()

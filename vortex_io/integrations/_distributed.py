@@ -1,0 +1,123 @@
+"""What the Ray Data and Dask readers share: the files of a read, and their cutting into
+pieces (one file's message range each) from a header-only pass. Imports no engine.
+
+>>> import os, tempfile, pyarrow as pa, vortex_io as vio
+>>> d = tempfile.mkdtemp()
+>>> with vio.StreamWriter(os.path.join(d, "a.vxipc"), pa.schema([("x", pa.int64())])) as w:
+...     for i in range(4):
+...         _ = w.write(pa.table({"x": [i] * 10}))
+>>> [(os.path.basename(p.path), p.range.start, p.range.stop, p.rows)
+...  for p in plan_pieces(resolve_paths(d), target_bytes=1)][:2]
+[('a.vxipc', 1, 2, 10), ('a.vxipc', 2, 3, 10)]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import VortexIPCError
+from ..limits import ReaderLimits
+from ..scan import MessageRange, MessageSpan, expand_sources, message_ranges, message_spans
+
+__all__ = ["Piece", "file_spans", "group_pieces", "plan_pieces", "resolve_paths"]
+
+
+def resolve_paths(paths: Any) -> list[str]:
+    """The files of a distributed read: ``paths`` is a path, a glob, a directory (its files,
+    sorted, without hidden ``.``/``_`` names) or a list of those. Raises
+    ``FileNotFoundError`` for a missing path or a read of no files."""
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    out: list[str] = []
+    for it in items:
+        if not isinstance(it, (str, os.PathLike)):
+            raise TypeError(f"a source is a path, a glob, a directory or a list of them, not "
+                            f"{type(it).__name__}")
+        for p in expand_sources(os.fspath(it)):
+            p = os.fspath(p)
+            if os.path.isdir(p):
+                out.extend(os.path.join(p, n) for n in sorted(os.listdir(p))
+                           if not n.startswith((".", "_")) and os.path.isfile(os.path.join(p, n)))
+            elif os.path.isfile(p):
+                out.append(p)
+            else:
+                raise FileNotFoundError(f"no such file or directory: {p!r}")
+    if not out:
+        raise FileNotFoundError(f"no files to read in {paths!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One read task's share of one file: the Array messages ``range`` of ``path``."""
+
+    path: str
+    range: MessageRange
+
+    @property
+    def rows(self) -> int:
+        return self.range.rows or 0
+
+    @property
+    def size(self) -> int:
+        return self.range.size or 0
+
+
+def file_spans(paths: Sequence[str], limits: ReaderLimits | None = None
+               ) -> list[list[MessageSpan]]:
+    """Each file's ``message_spans`` (its headers only), errors naming the file."""
+    out = []
+    for p in paths:
+        try:
+            out.append(message_spans(p, limits=limits))
+        except VortexIPCError as e:
+            raise e.locate(source=p) from None
+    return out
+
+
+def plan_pieces(paths: Sequence[str], *, target_bytes: int | None = None,
+                parts: int | None = None, limits: ReaderLimits | None = None,
+                spans: Sequence[Sequence[MessageSpan]] | None = None) -> list[Piece]:
+    """Every file cut at message boundaries into pieces of about ``target_bytes`` bytes,
+    or into about ``parts`` pieces of equal bytes over all files (each file gets its share,
+    at least one piece). A file of no Array messages gives no piece; neither option: one
+    piece per file. Only the headers are read; a bad one raises the ``VortexIPCError``
+    naming its file. ``spans``: the files' spans when already known (``file_spans``)."""
+    if target_bytes is not None and parts is not None:
+        raise ValueError("give target_bytes or parts, not both")
+    if spans is None:
+        spans = file_spans(paths, limits)
+    out: list[Piece] = []
+    total = sum(s.size for file in spans for s in file) or 1
+    for p, file in zip(paths, spans):
+        if parts is not None:
+            share = max(1, round(parts * sum(s.size for s in file) / total))
+            ranges = message_ranges(file, parts=share)
+        else:
+            ranges = message_ranges(file, target_bytes=target_bytes)
+        out.extend(Piece(p, r) for r in ranges)
+    return out
+
+
+def group_pieces(pieces: Sequence[Piece], n: int) -> list[list[Piece]]:
+    """``pieces`` (in order) in at most ``n`` consecutive groups of about equal bytes.
+
+    >>> r = MessageRange(1, 2, 0, rows=1, size=10)
+    >>> [len(g) for g in group_pieces([Piece("f", r)] * 5, 2)]
+    [2, 3]
+    """
+    if n < 1:
+        raise ValueError("n must be positive")
+    if len(pieces) <= n:
+        return [[p] for p in pieces]
+    total = sum(max(p.size, 1) for p in pieces)
+    groups: list[list[Piece]] = [[] for _ in range(n)]
+    cum = 0
+    for p in pieces:
+        w = max(p.size, 1)
+        g = min(n - 1, int((cum + w / 2) * n / total))
+        groups[g].append(p)
+        cum += w
+    return [g for g in groups if g]
