@@ -526,38 +526,3 @@ def test_register_is_idempotent_and_import_is_light() -> None:
     assert pl.read_vortex_ipc is pp.read_vortex_ipc
     code = "import sys, vortex_io; assert 'polars' not in sys.modules, 'polars imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-@pytest.mark.parametrize("frame_rows", [1, 700, 1 << 20])
-def test_batches_reach_polars_in_frames_of_many_messages(files: dict, monkeypatch: pytest.MonkeyPatch,
-                                                        frame_rows: int) -> None:
-    """Without a slice the reader hands Polars frames of several messages (``_FRAME_ROWS``),
-    flushed when full and at the end; values, Categorical columns and zero-column counts are
-    those of the single-message frames."""
-    monkeypatch.setattr(pp, "_FRAME_ROWS", frame_rows)
-    heights: list[int] = []
-    orig = pp._to_polars
-
-    def spy(batches: list, categorical: tuple = ()) -> pl.DataFrame:
-        out = orig(batches, categorical)
-        heights.append(out.height)
-        return out
-
-    monkeypatch.setattr(pp, "_to_polars", spy)
-    df = pl.DataFrame(files["table"])
-    got = pl.scan_vortex_ipc(files["vx"], categorical=["s"]).filter(pl.col("i") > 0).collect()
-    want = df.filter(pl.col("i") > 0).with_columns(pl.col("s").cast(pl.Categorical()))
-    assert_frame_equal(got, want, categorical_as_str=True)
-    kept = want.height
-    if frame_rows == 1:  # every message its own frame
-        assert len(heights) == len([b for b in vio.scan(files["vx"], columns=["i"],
-                                                        filter=vio.expr.col("i") > 0)
-                                    if b.num_rows])
-    elif frame_rows == 700:  # flushed at >= 700 rows, the rest at the end
-        assert all(h >= 700 for h in heights[:-1]) and len(heights) > 1
-    else:
-        assert heights == [kept]
-    assert sum(heights) == kept
-    heights.clear()
-    n = pl.scan_vortex_ipc(files["vx"]).filter(pl.col("i") > 0).select(pl.len()).collect().item()
-    assert n == kept and sum(heights) == kept

@@ -138,29 +138,16 @@ def _polars_schema(arrow_schema: pa.Schema) -> pl.Schema:
     return pl.DataFrame(arrow_schema.empty_table()).schema
 
 
-def _to_polars(batches: Sequence[pa.RecordBatch], categorical: Sequence[str] = ()) -> pl.DataFrame:
-    """One DataFrame of ``batches`` (one chunk each, nothing copied)."""
+def _to_polars(batch: pa.RecordBatch, categorical: Sequence[str] = ()) -> pl.DataFrame:
     import polars as pl
-    import pyarrow as pa
 
-    if batches[0].num_columns == 0:
-        return pl.DataFrame(height=sum(b.num_rows for b in batches))
-    if len(batches) == 1:
-        df = pl.DataFrame(batches[0])
-    else:
-        df = pl.from_arrow(pa.Table.from_batches(batches), rechunk=False)
-        assert isinstance(df, pl.DataFrame)
-    cats = [n for n in categorical if n in batches[0].schema.names]
+    if batch.num_columns == 0:
+        return pl.DataFrame(height=batch.num_rows)
+    df = pl.DataFrame(batch)
+    cats = [n for n in categorical if n in batch.schema.names]
     if cats:
         df = df.with_columns(pl.col(cats).cast(pl.Categorical()))
     return df
-
-
-#: without a slice, batches go to Polars in frames of at least this many rows: each frame
-#: costs Polars' pipeline a fixed amount (~50 us), a 64Ki-row message's frame alone was
-#: a tenth of a count's time; the scan decodes windows of messages at once, so grouping
-#: holds nothing in memory that is not decoded already
-_FRAME_ROWS = 1 << 20
 
 
 def _categorical_columns(categorical: bool | str | Sequence[str], schema: pl.Schema
@@ -495,21 +482,9 @@ class _Reader:
                          offset=offset, batch_size=spec.batch_size, string_view=True)
         if spec.on_scan is not None:
             spec.on_scan(scan)
-        group = pre_slice is None and spec.batch_size is None
         try:
-            pending: list[pa.RecordBatch] = []
-            rows = 0
             for batch in scan:
-                if not group:
-                    yield _to_polars([batch], cats)
-                    continue
-                pending.append(batch)
-                rows += batch.num_rows
-                if rows >= _FRAME_ROWS:
-                    yield _to_polars(pending, cats)
-                    pending, rows = [], 0
-            if pending:
-                yield _to_polars(pending, cats)
+                yield _to_polars(batch, cats)
         except VortexIPCError as e:
             raise e.locate(source=spec.sources.label(self.key)) from None
 
