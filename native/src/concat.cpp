@@ -207,7 +207,7 @@ Col concat_cols(std::vector<Col>& parts) {
       for (const Col& p : parts) {
         uint64_t base = out.data.size();
         if (base > 0xFFFFFFFFu) unsupported("vortex.chunked: too many string buffers");
-        std::memcpy(v, p.values.data(), size_t(16 * p.len));
+        if (p.len) std::memcpy(v, p.values.data(), size_t(16 * p.len));  // (an empty part may have no buffer)
         if (base)
           for (uint64_t i = 0; i < p.len; i++) {
             uint8_t* w = v + 16 * i;
