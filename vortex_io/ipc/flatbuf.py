@@ -24,7 +24,22 @@ _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _I8 = struct.Struct("<b")
 
-__all__ = ["Table", "root"]
+__all__ = ["Table", "root", "vtable_at"]
+
+
+def vtable_at(buf, size: int, t: int, table: str) -> tuple[int, int]:
+    """(vtable position, number of field slots) of the ``table`` table at ``t`` (``size``:
+    ``len(buf)``), every position checked before it is read (``Table`` checks the same, with
+    the same messages, for readers that want no object per table)."""
+    if t < 0 or t + 4 > size:
+        raise MalformedStreamError(f"flatbuffer table {table} at {t} is outside the header")
+    vt = t - _I32.unpack_from(buf, t)[0]
+    if vt < 0 or vt + 4 > size:
+        raise MalformedStreamError(f"flatbuffer vtable of {table} at {vt} is outside the header")
+    vt_len = _U16.unpack_from(buf, vt)[0]
+    if vt_len < 4 or vt_len % 2 or vt + vt_len > size:
+        raise MalformedStreamError(f"flatbuffer vtable of {table} has a bad size {vt_len}")
+    return vt, (vt_len - 4) >> 1
 
 
 class Table:

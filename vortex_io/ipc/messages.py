@@ -27,7 +27,7 @@ from ..integrity import crc32c, user_metadata
 from ..limits import DEFAULT_LIMITS, ReaderLimits
 from ..metadata import Metadata
 from ..stats import ArrayStats
-from .flatbuf import root
+from .flatbuf import root, vtable_at
 from .schema import (
     FlatNode,
     MessageHeader,
@@ -144,7 +144,6 @@ def _aligned(buf: np.ndarray, exp: int, address: int | None = None) -> np.ndarra
     return out
 
 
-_I32 = struct.Struct("<i")
 _U16 = struct.Struct("<H")
 #: the vtable entries of the first k fields of a table (k = 0..5; ArrayNode has 5 fields)
 _VT_FIELDS = tuple(struct.Struct(f"<{k}H") for k in range(6))
@@ -173,20 +172,6 @@ def _vector(buf: memoryview, size: int, p: int, elem: int, what: str,
     return t + 4, n
 
 
-def _vtable(buf: memoryview, size: int, t: int, table: str) -> tuple[int, int]:
-    """(vtable position, number of field slots) of the ``table`` table at ``t``, every
-    position checked before it is read."""
-    if t < 0 or t + 4 > size:
-        raise _bad(f"table {table} at {t}")
-    vt = t - _I32.unpack_from(buf, t)[0]
-    if vt < 0 or vt + 4 > size:
-        raise _bad(f"vtable of {table} at {vt}")
-    vt_len = _U16.unpack_from(buf, vt)[0]
-    if vt_len < 4 or vt_len & 1 or vt + vt_len > size:
-        raise MalformedStreamError(f"flatbuffer vtable of {table} has a bad size {vt_len}")
-    return vt, (vt_len - 4) >> 1
-
-
 _U64 = struct.Struct("<Q")
 _U8 = struct.Struct("<B")
 #: ArrayStats fields in slot order: "v" a byte vector, "p" a Precision (u8, exact == 1),
@@ -198,7 +183,7 @@ _STATS_VT = tuple(struct.Struct(f"<{k}H") for k in range(len(_STATS_KINDS) + 1))
 def _read_stats(buf: memoryview, size: int, t: int) -> ArrayStats:
     """The ``ArrayStats`` table at ``t`` (what ``schema.read_stats`` reads through
     ``flatbuf.Table``, in one vtable read and with only the present fields visited)."""
-    vt, k = _vtable(buf, size, t, "ArrayStats")
+    vt, k = vtable_at(buf, size, t, "ArrayStats")
     k = min(k, len(_STATS_KINDS))
     vals: list[Any] = [None, False, None, False, None, None, None, None, None, None, None]
     for i, off in enumerate(_STATS_VT[k].unpack_from(buf, vt + 4)):
@@ -262,7 +247,7 @@ class _Builder:
         position checked."""
         buf = self.buf
         size = self.size
-        vt, k = _vtable(buf, size, pos, "ArrayNode")
+        vt, k = vtable_at(buf, size, pos, "ArrayNode")
         if k >= 5:
             offs = _VT_FIELDS[5].unpack_from(buf, vt + 4)
         else:

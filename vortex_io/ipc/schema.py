@@ -23,7 +23,7 @@ from ..integrity import CRC_KEY
 from ..limits import ReaderLimits
 from ..metadata import Metadata
 from ..stats import ArrayStats
-from .flatbuf import Table, root
+from .flatbuf import Table, root, vtable_at
 
 __all__ = [
     "MessageType",
@@ -314,18 +314,11 @@ def _key_values(t: Table) -> Metadata:
     pairs = []
     for p in range(start, start + 4 * n, 4):
         e = p + _U32.unpack_from(buf, p)[0]
-        if e + 4 > size:
-            raise MalformedStreamError(f"flatbuffer table KeyValue at {e} is outside the header")
-        vt = e - _I32.unpack_from(buf, e)[0]
-        if vt < 0 or vt + 4 > size:
-            raise MalformedStreamError(f"flatbuffer vtable of KeyValue at {vt} is outside the header")
-        vt_len = _U16.unpack_from(buf, vt)[0]
-        if vt_len < 4 or vt_len & 1 or vt + vt_len > size:
-            raise MalformedStreamError(f"flatbuffer vtable of KeyValue has a bad size {vt_len}")
-        if vt_len >= 8:
+        vt, slots = vtable_at(buf, size, e, "KeyValue")
+        if slots >= 2:
             ko, vo = _KV_SLOTS.unpack_from(buf, vt + 4)
         else:
-            ko, vo = (_U16.unpack_from(buf, vt + 4)[0] if vt_len >= 6 else 0), 0
+            ko, vo = (_U16.unpack_from(buf, vt + 4)[0] if slots else 0), 0
         pairs.append((_kv_field(buf, size, e, ko, "key"), _kv_field(buf, size, e, vo, "value")))
     return Metadata._of_pairs(tuple(pairs))
 
@@ -510,5 +503,4 @@ def encode_array_fb(root_node: FlatNode, buffers: Sequence[tuple[int, int, int]]
 
 
 _U32 = struct.Struct("<I")
-_I32 = struct.Struct("<i")
 _U16 = struct.Struct("<H")
