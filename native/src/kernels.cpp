@@ -61,7 +61,9 @@ namespace {
 // word-wise loop over k = ceil(n / 64) words of bitmaps allocated by bitmap_alloc (whole
 // words); external bitmaps are copied into whole words first
 Buf words_of(const Buf& b, uint64_t n) {
-  if (b.len >= bitmap_bytes(n)) return b;
+  // read as uint64_t words: whole words, 8-byte aligned (a bitmap borrowed from a message
+  // body may start anywhere), else a copy
+  if (b.len >= bitmap_bytes(n) && reinterpret_cast<uintptr_t>(b.data()) % alignof(uint64_t) == 0) return b;
   return bitmap_from(b.data(), 0, n);
 }
 }  // namespace
