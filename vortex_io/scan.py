@@ -282,13 +282,15 @@ def _is_glob(s: str) -> bool:
 
 def expand_sources(source: Any) -> list[Any]:
     """A list of sources: a list/tuple as given, a glob pattern expanded (sorted), or one
-    source. A glob that matches nothing raises ``FileNotFoundError``."""
+    source. A glob that matches nothing raises ``FileNotFoundError``; a path that exists is
+    never a pattern (``br[1].vxipc``)."""
     if isinstance(source, (list, tuple)):
         out: list[Any] = []
         for s in source:
             out.extend(expand_sources(s))
         return out
-    if isinstance(source, (str, os.PathLike)) and _is_glob(os.fspath(source)):
+    if isinstance(source, (str, os.PathLike)) and _is_glob(os.fspath(source)) \
+            and not os.path.exists(source):  # a file named br[1].vxipc is that file
         matches = sorted(_glob.glob(os.fspath(source)))
         if not matches:
             raise FileNotFoundError(f"no files match {os.fspath(source)!r}")

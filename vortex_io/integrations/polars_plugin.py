@@ -67,7 +67,6 @@ import vortex_io as vio
 from vortex_io.compute import check_expr
 from vortex_io.compute.expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from vortex_io.errors import VortexIPCError
-from vortex_io.scan import expand_sources
 
 if TYPE_CHECKING:
     import polars as pl
@@ -87,34 +86,118 @@ _POLARS_SPEC = ">=2.1,<2.2"
 # -- sources --------------------------------------------------------------------------------
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+_GLOB = re.compile(r"[*?\[]")
+
+
+def _is_url(s: str) -> bool:
+    """A URL fsspec opens (``file://`` is a local path: Polars expands it)."""
+    return bool(_URL.match(s)) and not s.startswith("file://")
+
+
 class _Sources:
-    """The sources of one scan, keyed by the strings Polars sees (paths stay paths)."""
+    """The sources of one scan and the strings Polars sees for them.
 
-    def __init__(self, source: Any) -> None:
-        items = expand_sources(source)
-        if not items:
+    Local paths (files, directories, globs) go to Polars as they are, and Polars' own path
+    expansion runs on them (``glob``, ``hidden_file_prefix``, directories, hive
+    partitions), as in ``scan_parquet``. URLs are expanded here with fsspec (their
+    ``storage_options`` are fsspec's) and in-memory sources (bytes, file objects) get keys
+    ``<bytes #i>`` / ``<file #i: name>``; a scan with either hands Polars the expanded list
+    (Polars still parses hive partitions off the paths). Nothing is opened before the
+    query runs: a missing file is an error of ``collect``, as with ``scan_parquet``.
+    """
+
+    def __init__(self, source: Any, glob: bool, hidden_file_prefix: Any,
+                 storage_options: dict[str, Any] | None) -> None:
+        raw = list(source) if isinstance(source, (list, tuple)) else [source]
+        if not raw:
             raise ValueError("scan_vortex_ipc() needs at least one source")
-        self.keys: list[str] = []
-        self._items: dict[str, Any] = {}
+        self.glob = glob
+        self.hidden_file_prefix = hidden_file_prefix
+        self.storage_options = storage_options
+        self._raw = raw
+        self._items: dict[str, Any] = {}  # key -> bytes or file object (in-memory sources)
         self._lock = threading.Lock()
-        for i, item in enumerate(items):
+        self._expanded: list[str] | None = None
+        self.local = all(isinstance(s, (str, os.PathLike)) and not _is_url(os.fspath(s))
+                         for s in raw)
+        for i, item in enumerate(raw):
             if isinstance(item, (str, os.PathLike)):
-                key = os.fspath(item)
-            else:
-                name = getattr(item, "name", None)
-                kind = "file" if hasattr(item, "read") else "bytes"
-                key = f"<{kind} #{i}{': ' + name if isinstance(name, str) else ''}>"
-            while key in self._items:  # the same path twice is read twice
-                key += " "
-            self.keys.append(key)
+                continue
+            if not (hasattr(item, "read") or isinstance(item, (bytes, bytearray, memoryview))):
+                raise TypeError("scan_vortex_ipc() sources are paths, URLs, bytes or binary "
+                                f"file objects, not {type(item).__name__}")
+            name = getattr(item, "name", None)
+            kind = "file" if hasattr(item, "read") else "bytes"
+            key = f"<{kind} #{i}{': ' + name if isinstance(name, str) else ''}>"
             self._items[key] = item
+        self._keys = list(self._items)
 
-    def get(self, key: str) -> Any:
-        """The readable source for ``key``: a path or bytes (file objects are read once,
-        from their current position, and kept: a scan may read a source several times)."""
-        item = self._items[key]
-        if isinstance(item, (str, os.PathLike)):
-            return os.fspath(item)
+    def single_directory(self) -> bool:
+        """Whether the scan is of one local directory."""
+        raw = self._raw
+        return len(raw) == 1 and isinstance(raw[0], (str, os.PathLike)) \
+            and not _is_url(os.fspath(raw[0])) and os.path.isdir(raw[0])
+
+    def polars_sources(self) -> list[str]:
+        """What Polars is given: the local paths as they are (Polars expands them), else
+        the expanded list."""
+        if self.local:
+            return [os.fspath(s) for s in self._raw]
+        return self.expanded()
+
+    def expanded(self) -> list[str]:
+        """Every source after expansion, in order (the first one gives the schema)."""
+        with self._lock:
+            if self._expanded is None:
+                self._expanded = self._expand()
+            return self._expanded
+
+    def _expand(self) -> list[str]:
+        out: list[str] = []
+        keys = iter(self._keys)
+        for item in self._raw:
+            if not isinstance(item, (str, os.PathLike)):
+                out.append(next(keys))
+                continue
+            s = os.fspath(item)
+            if _is_url(s):
+                if self.glob and _GLOB.search(s):
+                    out.extend(_expand_url(s, self.storage_options))
+                else:
+                    out.append(s)
+            elif not os.path.isdir(s) and not (self.glob and _GLOB.search(s)):
+                out.append(s)  # a file, or a missing one (opening it names it)
+            else:
+                from polars.io._expand_paths import _expand_paths
+
+                paths = _expand_paths(s, glob=self.glob, hidden_file_prefix=self.hidden_file_prefix
+                                      ).collect().to_series().to_list()
+                if not paths:
+                    raise _no_files(s)
+                out.extend(paths)
+        return out
+
+    def first(self) -> str:
+        """The first source (its header is the scan's schema)."""
+        if self.local and len(self._raw) == 1:
+            s = os.fspath(self._raw[0])
+            if not (self.glob and _GLOB.search(s)) and not os.path.isdir(s):
+                return s
+        exp = self.expanded()
+        if not exp:
+            raise _no_files(self._raw)
+        return exp[0]
+
+    def get(self, key: str | bytes) -> Any:
+        """The readable source for ``key``: a path or URL, or bytes (file objects are read
+        once, from their current position, and kept: a scan may read a source several
+        times)."""
+        if isinstance(key, (bytes, memoryview)):
+            return key
+        item = self._items.get(key)
+        if item is None:
+            return key
         if hasattr(item, "read"):
             with self._lock:
                 item = self._items[key]
@@ -125,10 +208,33 @@ class _Sources:
                     item = self._items[key] = bytes(data)
         return item
 
-    def label(self, key: str) -> str | None:
-        """The name errors carry (None for a path: the reader names it already)."""
-        item = self._items[key]
-        return None if isinstance(item, (str, os.PathLike)) else key.rstrip()
+    def label(self, key: str | bytes) -> str | None:
+        """The name errors carry (None for a path or URL: the reader names it already)."""
+        return key if isinstance(key, str) and key in self._items else None
+
+
+_NO_FILES: type | None = None
+
+
+def _no_files(pattern: Any) -> Exception:
+    """A glob or directory that expands to nothing: a ``FileNotFoundError`` that is also the
+    ``ComputeError`` ``scan_parquet`` raises for it (either ``except`` catches it)."""
+    global _NO_FILES
+    if _NO_FILES is None:
+        import polars as pl
+
+        class NoFilesMatch(FileNotFoundError, pl.exceptions.ComputeError):
+            """No file matches the source."""
+
+        _NO_FILES = NoFilesMatch
+    return _NO_FILES(f"no files match {pattern!r}")
+
+
+def _expand_url(url: str, storage_options: dict[str, Any] | None) -> list[str]:
+    """A URL glob expanded with fsspec (sorted, protocol kept)."""
+    from vortex_io.scan import expand_sources
+
+    return list(expand_sources(url, storage_options=storage_options))
 
 
 def _polars_schema(arrow_schema: pa.Schema) -> pl.Schema:
@@ -395,21 +501,28 @@ def translate_predicate(filters: Sequence[pl.Expr], arrow_schema: pa.Schema,
 class _Spec:
     """What one ``scan_vortex_ipc`` call scans, shared by its resolver and readers."""
 
-    def __init__(self, source: Any, limits: Any, on_scan: Callable[[vio.Scan], None] | None,
-                 batch_size: int | None, categorical: bool | str | Sequence[str] = False) -> None:
-        self.sources = _Sources(source)
+    def __init__(self, sources: _Sources, limits: Any,
+                 on_scan: Callable[[vio.Scan], None] | None, batch_size: int | None,
+                 categorical: bool | str | Sequence[str], schema: Any,
+                 scan_options: dict[str, Any]) -> None:
+        self.sources = sources
         self.limits = limits
         self.on_scan = on_scan
         self.batch_size = batch_size
         self.categorical = categorical
+        self.user_schema = schema  # a pl.Schema or None
+        self.scan_options = scan_options  # ScanOptions keywords (hive, paths, columns)
         self._lock = threading.Lock()
-        self._schemas: dict[str, tuple[Any, Any, Any, tuple[str, ...]]] = {}
+        self._schemas: dict[str | bytes, tuple[Any, Any, Any, tuple[str, ...]]] = {}
+        self._full_schema: Any = None
 
-    def file_schema(self, key: str) -> tuple[Any, Any, Any, tuple[str, ...]]:
+    # what the scan's rows look like -------------------------------------------------------
+    def file_schema(self, key: str | bytes) -> tuple[Any, Any, Any, tuple[str, ...]]:
         """(Vortex dtype, Arrow schema, Polars schema, the columns read as Categorical) of
         one source (header only)."""
+        ck = key if isinstance(key, str) else bytes(key)
         with self._lock:
-            hit = self._schemas.get(key)
+            hit = self._schemas.get(ck)
         if hit is None:
             s = self.open(key)
             schema = _polars_schema(s.schema)
@@ -421,16 +534,54 @@ class _Spec:
                                     for n, t in schema.items()})
             hit = (s.dtype, s.schema, schema, cats)
             with self._lock:
-                self._schemas[key] = hit
+                self._schemas[ck] = hit
         return hit
 
-    @property
-    def first(self) -> str:
-        return self.sources.keys[0]
+    def file_columns(self) -> Any:
+        """The file columns of the scan: ``schema=`` if given, else the first source's."""
+        if self.user_schema is not None:
+            return self.user_schema
+        return self.file_schema(self.sources.first())[2]
 
-    def open(self, key: str, **kw: Any) -> vio.Scan:
+    def full_schema(self) -> Any:
+        """The scan's schema: the file columns, then hive partition columns and the file
+        path column where Polars adds them."""
+        if self._full_schema is None:
+            so = self.scan_options
+            if so.get("include_file_paths") is None and not so.get("hive_partitioning"):
+                full = self.file_columns()
+            else:
+                full = self.external(None, {}).collect_schema()
+            self._full_schema = full
+        return self._full_schema
+
+    def external(self, exact: Expr | None, props: dict[str, str]) -> pl.LazyFrame:
+        """The external-reader scan of every source under Polars' multi-file options."""
+        from polars._plr import PyLazyFrame
+        from polars._utils.wrap import wrap_ldf
+        from polars.io.scan_options._options import ScanOptions
+
+        builder = _reader_classes()[0](self, props, exact)
+        opts = ScanOptions(expand_paths=self.sources.local, glob=self.sources.glob,
+                           hidden_file_prefix=self.sources.hidden_file_prefix,
+                           **self.scan_options)
+        return wrap_ldf(PyLazyFrame.new_from_external_reader_builder(
+            sources=self.sources.polars_sources(), reader_builder=builder,
+            schema=self.file_columns(), scan_options=opts))
+
+    def exact_allowed(self) -> bool:
+        """Whether a translated filter may be the scan's own (Polars then neither reads its
+        columns nor filters again): not when a file may lack a column (missing columns
+        inserted as nulls) or hold another type (cast options)."""
+        so = self.scan_options
+        return so.get("missing_columns", "raise") == "raise" and so.get("cast_options") is None
+
+    def open(self, key: str | bytes, **kw: Any) -> vio.Scan:
+        src = self.sources.get(key)
+        if self.sources.storage_options is not None and isinstance(src, str) and _is_url(src):
+            kw["storage_options"] = self.sources.storage_options
         try:
-            return vio.scan(self.sources.get(key), limits=self.limits, **kw)
+            return vio.scan(src, limits=self.limits, **kw)
         except VortexIPCError as e:
             raise e.locate(source=self.sources.label(key)) from None
 
@@ -439,14 +590,20 @@ class _Reader:
     """One source, as Polars' ``FileReader`` protocol wants it (``VortexFileReader`` adds
     the ABC; ``VortexReaderBuilder.build_file_reader`` creates one per source)."""
 
-    def __init__(self, spec: _Spec, key: str, exact: Expr | None = None) -> None:
+    def __init__(self, spec: _Spec, key: str | bytes, exact: Expr | None = None) -> None:
         self.spec = spec
         self.key = key
         self.exact = exact  # the resolver's filter: the reader's rows are those it keeps
         self._nrows: int | None = None
 
     def schema(self) -> pl.Schema:
-        return self.spec.file_schema(self.key)[2]
+        schema = self.spec.file_schema(self.key)[2]
+        if self.spec.scan_options.get("extra_columns") == "ignore":
+            import polars as pl
+
+            want = self.spec.file_columns()
+            schema = pl.Schema({n: t for n, t in schema.items() if n in want})
+        return schema
 
     def fetch_metadata(self) -> None:
         self.spec.file_schema(self.key)
@@ -474,11 +631,15 @@ class _Reader:
         vfilter = self.exact
         if filters and pre_slice is None:
             # Polars re-applies these filters ("partial"): push what translates, as is
+            # (a conjunct on a column this file lacks does not translate)
             partial, _ = translate_predicate([f.expr for f in filters], arrow_schema, dtype)
             if partial is not None:
                 vfilter = partial if vfilter is None else And(vfilter, partial)
+        # a column this file lacks is Polars' to insert (missing_columns="insert")
+        names = set(arrow_schema.names)
+        cols = [c for c in columns if c in names]
         # string_view: Polars' own string layout (handing it `string` costs a conversion pass)
-        scan = spec.open(self.key, columns=list(columns), filter=vfilter, limit=limit,
+        scan = spec.open(self.key, columns=cols, filter=vfilter, limit=limit,
                          offset=offset, batch_size=spec.batch_size, string_view=True)
         if spec.on_scan is not None:
             spec.on_scan(scan)
@@ -506,11 +667,13 @@ def _reader_classes() -> tuple[type, type]:
                 self.exact = exact
 
             def reader_capabilities(self) -> Any:
-                return ReaderCapabilities(pre_slice=True, supported_filter="partial")
+                # Polars 2.1 panics ("unsupported args") when it hands filters to an external
+                # reader of a scan that inserts missing columns: it filters itself then
+                partial = self.spec.exact_allowed()
+                return ReaderCapabilities(pre_slice=True,
+                                          supported_filter="partial" if partial else None)
 
             def build_file_reader(self, source: str | bytes, multi_scan_context: Any) -> Any:
-                if not isinstance(source, str):
-                    raise TypeError("vortex scan sources are keys (str)")
                 return VortexFileReader(self.spec, source, self.exact)
 
             def explain_properties(self) -> dict[str, str]:
@@ -537,7 +700,7 @@ def _resolver_class() -> type:
                 self.spec = spec
 
             def schema(self) -> Any:
-                return self.spec.file_schema(self.spec.first)[2]
+                return self.spec.full_schema()
 
             def resolve_lazyframe(self, *, projection: list[str] | None, limit: int | None,
                                   filters: list[Any], filter_columns: list[str],
@@ -546,25 +709,26 @@ def _resolver_class() -> type:
                 import polars as pl
 
                 spec = self.spec
-                dtype, arrow_schema, schema, _ = spec.file_schema(spec.first)
                 exprs = [f.expr for f in filters]
-                pushed, kept = translate_predicate(exprs, arrow_schema, dtype)
+                if exprs:
+                    dtype, arrow_schema, _, _ = spec.file_schema(spec.sources.first())
+                    pushed, kept = translate_predicate(exprs, arrow_schema, dtype)
+                else:
+                    pushed, kept = None, []
                 # Without a limit the translated conjuncts are the scan's own filter: they
                 # give exactly Polars' rows (test_pushed_filters_are_exact), so Polars neither
                 # reads their columns nor filters again; what does not translate stays a
                 # Polars filter. A limit applies before the filters (Polars' order), so with
                 # one every filter stays Polars' and the translation only skips work.
-                exact = pushed if limit is None else None
+                exact = pushed if limit is None and spec.exact_allowed() else None
                 post = kept if exact is not None else exprs
-                props = {"format": f"vortex-ipc ({len(spec.sources.keys)} source(s))",
+                props = {"format": f"vortex-ipc ({len(spec.sources._raw)} source(s))",
                          "vortex filter": _show(pushed) if pushed is not None else "none"}
                 if post:
                     props["polars filter"] = _show(" & ".join(str(k) for k in post))
                 if limit is not None:
                     props["limit"] = str(limit)
-                builder = _reader_classes()[0](spec, props, exact)
-                lf = pl.scan_external_reader(builder, sources=list(spec.sources.keys),
-                                             schema=schema)
+                lf = spec.external(exact, props)
                 if (projection is not None and filter_drop_columns_idx is not None
                         and exact is not None and not post):
                     # columns at and past the index serve only the filters, which the scan ran
@@ -603,22 +767,53 @@ def _check_polars() -> Any:
     return pl
 
 
-def scan_vortex_ipc(source: Any, *, n_rows: int | None = None,
-                    row_index_name: str | None = None, row_index_offset: int = 0,
-                    batch_size: int | None = None, limits: vio.ReaderLimits | None = None,
-                    on_scan: Callable[[vio.Scan], None] | None = None,
-                    categorical: bool | str | Sequence[str] = False) -> pl.LazyFrame:
-    """Lazily scan Vortex IPC streams into a ``polars.LazyFrame``.
+def scan_vortex_ipc(
+    source: Any,
+    *,
+    n_rows: int | None = None,
+    row_index_name: str | None = None,
+    row_index_offset: int = 0,
+    glob: bool = True,
+    hidden_file_prefix: str | Sequence[str] | None = None,
+    schema: Any = None,
+    hive_partitioning: bool | None = None,
+    hive_schema: Any = None,
+    try_parse_hive_dates: bool = True,
+    include_file_paths: str | None = None,
+    missing_columns: str = "raise",
+    extra_columns: str = "raise",
+    cast_options: Any = None,
+    storage_options: dict[str, Any] | None = None,
+    cache: bool = True,
+    batch_size: int | None = None,
+    limits: vio.ReaderLimits | None = None,
+    on_scan: Callable[[vio.Scan], None] | None = None,
+    categorical: bool | str | Sequence[str] = False,
+) -> pl.LazyFrame:
+    """Lazily scan Vortex IPC streams into a ``polars.LazyFrame``, as ``pl.scan_parquet``
+    scans Parquet.
 
-    ``source``: a path, a glob, bytes, a binary file object (read whole on first use), or
-    a list of those (concatenated in order; all must have the same schema). ``n_rows``:
-    read at most this many rows. ``row_index_name``/``row_index_offset``: add a row index.
+    ``source``: a path, a directory, a glob (``'data/**/*.vxipc'``), a URL (``s3://``,
+    ``https://``, ``memory://``, any fsspec protocol), bytes, a binary file object (read
+    whole on first use), or a list of those (read in order).
+
+    The multi-file options mean what they mean for ``scan_parquet`` and run on Polars' own
+    machinery: ``glob`` (expand ``*``/``?``/``[...]``; False reads ``br[1].vxipc`` as a
+    name), ``hidden_file_prefix``, ``hive_partitioning`` (None: on for a single directory),
+    ``hive_schema``, ``try_parse_hive_dates``, ``include_file_paths`` (a column with each
+    row's source), ``missing_columns`` (``"insert"``: nulls for a column a file lacks),
+    ``extra_columns`` (``"ignore"``: drop columns outside the schema), ``schema`` (the file
+    columns, checked against every file; no file is read to plan), ``cast_options``,
+    ``n_rows``, ``row_index_name``/``row_index_offset``, ``cache``. ``storage_options``
+    go to fsspec for URL sources (Polars' own cloud options do not apply: the streams are
+    read by vortex_io). Errors about the files (missing, malformed, mismatched schemas)
+    are raised by ``collect``.
+
     ``batch_size``: split batches to at most this many rows. ``limits``: ``ReaderLimits``
     for untrusted input. ``on_scan``: called with each per-source ``vortex_io.Scan`` as it
     starts (its ``filter`` shows what was pushed down; its ``stats`` are complete once the
     query returns). ``categorical``: read string columns as ``pl.Categorical`` (True: every
-    string column; a name or names: those columns, which must be strings), the natural
-    Polars type for low-cardinality (dictionary-encoded) columns.
+    string column; a name or names: those columns, which must be strings).
 
     Projection, filters and slices (``head``, ``slice``, ``tail``) are pushed down;
     ``explain()`` shows which filters run on the encoded data.
@@ -626,7 +821,21 @@ def scan_vortex_ipc(source: Any, *, n_rows: int | None = None,
     pl = _check_polars()
     if n_rows is not None and n_rows < 0:
         raise ValueError("n_rows must be >= 0")
-    spec = _Spec(source, limits, on_scan, batch_size, categorical)
+    for name, value, allowed in (("missing_columns", missing_columns, ("insert", "raise")),
+                                 ("extra_columns", extra_columns, ("ignore", "raise"))):
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, not {value!r}")
+    if isinstance(hidden_file_prefix, str):
+        hidden_file_prefix = [hidden_file_prefix]
+    options = {"hive_partitioning": hive_partitioning, "hive_schema": hive_schema,
+               "try_parse_hive_dates": try_parse_hive_dates,
+               "include_file_paths": include_file_paths, "missing_columns": missing_columns,
+               "extra_columns": extra_columns, "cast_options": cast_options, "cache": cache}
+    sources = _Sources(source, glob, hidden_file_prefix, storage_options)
+    if hive_partitioning is None:  # scan_parquet's default: on for a single directory
+        options["hive_partitioning"] = sources.single_directory()
+    spec = _Spec(sources, limits, on_scan, batch_size, categorical,
+                 None if schema is None else pl.Schema(schema), options)
     lf = pl.LazyFrame.from_lazyframe_resolver(_resolver_class()(spec))
     if n_rows is not None:  # before the row index: Polars pushes no slice below one
         lf = lf.head(n_rows)
@@ -635,15 +844,26 @@ def scan_vortex_ipc(source: Any, *, n_rows: int | None = None,
     return lf
 
 
-def read_vortex_ipc(source: Any, *, columns: Sequence[str] | None = None,
+def read_vortex_ipc(source: Any, *, columns: Sequence[str] | Sequence[int] | None = None,
                     n_rows: int | None = None, **kwargs: Any) -> pl.DataFrame:
     """Read Vortex IPC streams into a ``polars.DataFrame`` (``scan_vortex_ipc`` + collect).
 
-    ``columns``: the columns to read (default: all). Other keywords as ``scan_vortex_ipc``.
+    ``columns``: the columns to read, by name or by index (default: all). Other keywords
+    as ``scan_vortex_ipc``.
     """
     lf = scan_vortex_ipc(source, n_rows=n_rows, **kwargs)
     if columns is not None:
-        lf = lf.select(list(columns))
+        cols = list(columns)
+        if cols and all(isinstance(c, int) and not isinstance(c, bool) for c in cols):
+            names = lf.collect_schema().names()
+            for c in cols:
+                if not -len(names) <= c < len(names):
+                    raise IndexError(f"column index {c} out of range: the scan has "
+                                     f"{len(names)} columns")
+            cols = [names[c] for c in cols]
+        elif not all(isinstance(c, str) for c in cols):
+            raise TypeError("columns must be all names or all indices")
+        lf = lf.select(cols)
     return lf.collect()
 
 
@@ -659,13 +879,28 @@ def write_ipc(df: pl.DataFrame, sink: Any, *, metadata: Any = None, compress: bo
 
 
 def sink_ipc(lf: pl.LazyFrame, sink: Any, *, metadata: Any = None, compress: bool = True,
-             chunk_rows: int = 65_536) -> int:
+             chunk_rows: int = 65_536, lazy: bool = False) -> Any:
     """Stream a ``polars.LazyFrame`` into a Vortex IPC stream with bounded memory (the
     streaming engine produces batches of about ``chunk_rows`` rows; each becomes one or
-    more messages as it arrives). Returns the bytes written."""
+    more messages as it arrives). Returns the bytes written.
+
+    ``lazy=True`` (as ``sink_parquet(lazy=True)``): return a ``LazyFrame`` that writes the
+    stream when it is collected (alone or with ``pl.collect_all``) and collects to an empty
+    frame; nothing is written before that.
+    """
+    pl = _check_polars()
+    if lazy:
+        from polars.io.plugins import register_io_source
+
+        def run(with_columns: Any, predicate: Any, n_rows: Any, batch_size: Any
+                ) -> Iterator[pl.DataFrame]:
+            sink_ipc(lf, sink, metadata=metadata, compress=compress, chunk_rows=chunk_rows)
+            return iter(())
+
+        return register_io_source(run, schema=pl.Schema(), explain_name="vortex-ipc sink",
+                                  explain_detail=f"to {sink!r}")
     import pyarrow as pa
 
-    pl = _check_polars()
     schema = lf.collect_schema()
     arrow_schema = pl.DataFrame(schema=schema).to_arrow().schema
 
@@ -710,15 +945,15 @@ def register() -> None:
 
         @pl.api.register_lazyframe_namespace("vortex")
         class LazyFrameVortex:
-            """``lf.vortex.sink_ipc(sink, *, metadata=None, compress=True)``."""
+            """``lf.vortex.sink_ipc(sink, *, metadata=None, compress=True, lazy=False)``."""
 
             def __init__(self, lf: pl.LazyFrame) -> None:
                 self._lf = lf
 
             def sink_ipc(self, sink: Any, *, metadata: Any = None, compress: bool = True,
-                         chunk_rows: int = 65_536) -> int:
+                         chunk_rows: int = 65_536, lazy: bool = False) -> Any:
                 return sink_ipc(self._lf, sink, metadata=metadata, compress=compress,
-                                chunk_rows=chunk_rows)
+                                chunk_rows=chunk_rows, lazy=lazy)
 
         pl.scan_vortex_ipc = scan_vortex_ipc
         pl.read_vortex_ipc = read_vortex_ipc

@@ -1,0 +1,224 @@
+"""``pl.scan_vortex_ipc``'s multi-file options against ``pl.scan_parquet`` on the same data
+(the same tables written as Vortex IPC and as Parquet side by side), in both engines: same
+rows, columns, dtypes and error classes."""
+
+from __future__ import annotations
+
+import datetime as dtm
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pl = pytest.importorskip("polars")
+from polars.testing import assert_frame_equal  # noqa: E402
+
+import vortex_io as vio  # noqa: E402
+from vortex_io.integrations import polars_plugin as pp  # noqa: E402
+
+ENGINES = ("in-memory", "streaming")
+
+
+def _write(base: Path, rel: str, table: pa.Table) -> None:
+    for ext, write in (("vxipc", lambda p: vio.write_ipc(p, table)),
+                       ("parquet", lambda p: pq.write_table(table, p))):
+        p = base / ext / f"{rel}.{ext}"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        write(p)
+
+
+def _t(lo: int, n: int = 5, extra: bool = False) -> pa.Table:
+    cols = {"id": pa.array(range(lo, lo + n), pa.int64()),
+            "s": pa.array([f"v{i % 3}" for i in range(lo, lo + n)])}
+    if extra:
+        cols["e"] = pa.array([float(i) for i in range(n)])
+    return pa.table(cols)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def registered() -> None:
+    vio.register_polars()
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("trees")
+    # hive partitions: a string key, an int key and a date key
+    for region, year, day, lo in (("eu", 2020, "2020-01-01", 0), ("eu", 2021, "2021-06-30", 10),
+                                  ("us", 2020, "2020-02-02", 20), ("us", 2021, "2021-12-31", 30)):
+        _write(base / "hive", f"region={region}/year={year}/day={day}/part", _t(lo))
+    # a file lacking a column and a file with one more
+    _write(base / "mixed", "a", _t(0))
+    _write(base / "mixed", "b", _t(5).select(["id"]))
+    _write(base / "mixed", "c", _t(10, extra=True))
+    # a name with glob characters
+    _write(base / "odd", "br[1]", _t(0, 3))
+    # a directory of plain files
+    _write(base / "flat", "x1", _t(0, 2))
+    _write(base / "flat", "x2", _t(2, 2))
+    _write(base / "flat", "_skip", _t(100, 2))
+    return base
+
+
+def _pair(tree: Path, rel: str) -> tuple[str, str]:
+    """The same source in both formats (``{ext}`` in ``rel`` names the extension)."""
+    return (str(tree / rel.replace("{x}", "vxipc").replace("{ext}", "vxipc")),
+            str(tree / rel.replace("{x}", "parquet").replace("{ext}", "parquet")))
+
+
+def _same(tree: Path, rel: str, engine: str, q: Callable = lambda lf: lf, **kw: object) -> None:
+    v, p = _pair(tree, rel)
+    got = q(pl.scan_vortex_ipc(v, **kw)).collect(engine=engine)
+    exp = q(pl.scan_parquet(p, **kw)).collect(engine=engine)
+    # file paths differ by extension only
+    for c in [c for c, t in exp.schema.items() if t == pl.String and c == kw.get(
+            "include_file_paths")]:
+        got = got.with_columns(pl.col(c).str.replace(r"\.vxipc$", ".parquet")
+                               .str.replace("/vxipc/", "/parquet/"))
+    assert_frame_equal(got, exp)
+
+
+def _same_error(tree: Path, rel: str, engine: str, q: Callable = lambda lf: lf,
+                **kw: object) -> type:
+    v, p = _pair(tree, rel)
+    with pytest.raises(Exception) as pe:
+        q(pl.scan_parquet(p, **kw)).collect(engine=engine)
+    with pytest.raises(pe.type):
+        q(pl.scan_vortex_ipc(v, **kw)).collect(engine=engine)
+    return pe.type
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_hive_partitioning(tree: Path, engine: str) -> None:
+    q = lambda lf: lf.sort("id")  # noqa: E731
+    _same(tree, "hive/{x}", engine, q)  # a directory: hive partitioning on by itself
+    _same(tree, "hive/{x}/**/*.{ext}", engine, q, hive_partitioning=True)
+    _same(tree, "hive/{x}/**/*.{ext}", engine, q, hive_partitioning=False)
+    _same(tree, "hive/{x}", engine, q, try_parse_hive_dates=False)
+    _same(tree, "hive/{x}", engine, q,
+          hive_schema={"region": pl.Categorical(), "year": pl.Int16, "day": pl.Date})
+    got = pl.scan_vortex_ipc(_pair(tree, "hive/{x}")[0]).collect_schema()
+    assert got["year"] == pl.Int64 and got["day"] == pl.Date and got["region"] == pl.String
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_hive_filters_prune_files(tree: Path, engine: str) -> None:
+    scans: list[vio.Scan] = []
+    q = lambda lf: lf.filter(pl.col("year") == 2021, pl.col("region") == "us",  # noqa: E731
+                             pl.col("id") > 30).sort("id")
+    _same(tree, "hive/{x}", engine, q)
+    df = q(pl.scan_vortex_ipc(_pair(tree, "hive/{x}")[0], on_scan=scans.append)).collect(
+        engine=engine)
+    assert df["id"].to_list() == [31, 32, 33, 34]
+    assert len(scans) == 1  # the other three files were never opened for reading
+    q2 = lambda lf: lf.filter(pl.col("day") > dtm.date(2021, 1, 1)).select("id", "day")  # noqa: E731
+    _same(tree, "hive/{x}", engine, lambda lf: q2(lf).sort("id"))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_include_file_paths(tree: Path, engine: str) -> None:
+    _same(tree, "flat/{x}/x*.{ext}", engine, include_file_paths="path")
+    _same(tree, "flat/{x}/x*.{ext}", engine, lambda lf: lf.filter(pl.col("id") == 3),
+          include_file_paths="path")
+    v = _pair(tree, "flat/{x}/x*.{ext}")[0]
+    df = pl.scan_vortex_ipc(v, include_file_paths="src").collect(engine=engine)
+    assert df["src"].to_list() == [str(tree / "flat/vxipc/x1.vxipc")] * 2 + [
+        str(tree / "flat/vxipc/x2.vxipc")] * 2
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_missing_and_extra_columns(tree: Path, engine: str) -> None:
+    a, b, c = (_pair(tree, f"mixed/{{x}}/{n}.{{ext}}") for n in "abc")
+    pairs = {"ab": ([a[0], b[0]], [a[1], b[1]]), "ac": ([a[0], c[0]], [a[1], c[1]])}
+    for key, kw in (("ab", {"missing_columns": "insert"}), ("ac", {"extra_columns": "ignore"})):
+        v, p = pairs[key]
+        for q in (lambda lf: lf, lambda lf: lf.filter(pl.col("id") > 2),
+                  lambda lf: lf.filter(pl.col("s") == "v1").select("id")):
+            assert_frame_equal(q(pl.scan_vortex_ipc(v, **kw)).collect(engine=engine),
+                               q(pl.scan_parquet(p, **kw)).collect(engine=engine))
+    for key in pairs:  # the defaults raise, as scan_parquet's do
+        v, p = pairs[key]
+        with pytest.raises(Exception) as pe:
+            pl.scan_parquet(p).collect(engine=engine)
+        with pytest.raises(pe.type):
+            pl.scan_vortex_ipc(v).collect(engine=engine)
+    with pytest.raises(ValueError, match="missing_columns"):
+        pl.scan_vortex_ipc(a[0], missing_columns="nope")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_schema_option(tree: Path, engine: str) -> None:
+    schema = {"id": pl.Int64, "s": pl.String}
+    _same(tree, "flat/{x}/x*.{ext}", engine, schema=schema)
+    _same(tree, "flat/{x}/x*.{ext}", engine, lambda lf: lf.filter(pl.col("id") > 1),
+          schema=schema)
+    assert pl.scan_vortex_ipc("/no/such/file.vxipc", schema=schema).collect_schema() == \
+        pl.Schema(schema)  # no file is read to plan
+    _same_error(tree, "flat/{x}/x*.{ext}", engine, schema={"id": pl.Int32, "s": pl.String})
+    _same_error(tree, "flat/{x}/x*.{ext}", engine, schema={"id": pl.Int64})
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_glob_and_directories(tree: Path, engine: str) -> None:
+    _same(tree, "odd/{x}/br[1].{ext}", engine, glob=False)
+    _same_error(tree, "odd/{x}/br[1].{ext}", engine)  # glob=True: a pattern matching nothing
+    _same(tree, "flat/{x}", engine, lambda lf: lf.sort("id"), hidden_file_prefix="_")
+    _same(tree, "flat/{x}", engine, lambda lf: lf.sort("id"))
+    _same(tree, "flat/{x}/*.{ext}", engine, lambda lf: lf.sort("id"), hidden_file_prefix=["_"])
+    v = _pair(tree, "flat/{x}")[0]
+    assert pl.scan_vortex_ipc(v, hidden_file_prefix="_").select(pl.len()).collect().item() == 4
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_n_rows_row_index_across_files(tree: Path, engine: str) -> None:
+    for kw in ({"n_rows": 3}, {"row_index_name": "r", "row_index_offset": 7},
+               {"n_rows": 3, "row_index_name": "r"}):
+        _same(tree, "flat/{x}/x*.{ext}", engine, **kw)
+        _same(tree, "flat/{x}/x*.{ext}", engine, lambda lf: lf.filter(pl.col("id") >= 1), **kw)
+        _same(tree, "flat/{x}/x*.{ext}", engine, lambda lf: lf.slice(1, 2), **kw)
+        _same(tree, "flat/{x}/x*.{ext}", engine, lambda lf: lf.tail(3), **kw)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_file_errors_come_at_collect(tree: Path, engine: str) -> None:
+    lf = pl.scan_vortex_ipc(str(tree / "nope.vxipc"))  # no error yet
+    with pytest.raises(FileNotFoundError, match=r"nope\.vxipc"):
+        lf.collect(engine=engine)
+    lf = pl.scan_vortex_ipc(str(tree / "nope" / "*.vxipc"))
+    with pytest.raises(FileNotFoundError):
+        lf.collect(engine=engine)
+
+
+def test_read_columns_by_index(tree: Path) -> None:
+    v, p = _pair(tree, "flat/{x}/x*.{ext}")
+    assert_frame_equal(pl.read_vortex_ipc(v, columns=[1, 0]), pl.read_parquet(p, columns=[1, 0])
+                       .select("s", "id"))
+    assert_frame_equal(pl.read_vortex_ipc(v, columns=[1]), pl.read_parquet(p, columns=[1]))
+    with pytest.raises(IndexError):
+        pl.read_vortex_ipc(v, columns=[5])
+    with pytest.raises(TypeError):
+        pl.read_vortex_ipc(v, columns=[0, "s"])
+
+
+def test_in_memory_sources_keep_names_in_errors(tree: Path) -> None:
+    data = Path(_pair(tree, "flat/{x}/x1.{ext}")[0]).read_bytes()
+    got = pl.scan_vortex_ipc([data, io.BytesIO(data)]).collect()
+    assert got["id"].to_list() == [0, 1, 0, 1]
+    with pytest.raises(vio.TruncatedStreamError, match=r"<bytes #1>"):
+        pl.scan_vortex_ipc([data, data[:-3]]).collect()
+
+
+def test_lazy_sink(tree: Path, tmp_path: Path) -> None:
+    src = pl.scan_vortex_ipc(_pair(tree, "flat/{x}/x*.{ext}")[0]).filter(pl.col("id") > 0)
+    out = tmp_path / "lazy.vxipc"
+    sink = src.vortex.sink_ipc(out, lazy=True)
+    assert isinstance(sink, pl.LazyFrame) and not out.exists()  # nothing written yet
+    pq_sink = src.sink_parquet(tmp_path / "lazy.parquet", lazy=True)
+    res = pl.collect_all([sink, pq_sink])
+    assert [r.shape for r in res[:1]] == [(0, 0)]
+    assert_frame_equal(pl.read_vortex_ipc(out), pl.read_parquet(tmp_path / "lazy.parquet"))
+    n = pp.sink_ipc(src, tmp_path / "eager.vxipc")
+    assert n == (tmp_path / "eager.vxipc").stat().st_size
