@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
 
 import vortex_io as vio
 from bench.datasets import trades
@@ -73,7 +74,6 @@ def normalize(t: pa.Table, sort_by: list[str] | None = None) -> pa.Table:
 
 
 def _write_files(t: pa.Table, d: Path) -> dict[str, Path]:
-    import pyarrow.parquet as pq
 
     paths = {"vortex": d / "trades.vxipc", "parquet": d / "trades.parquet",
              "ipc-zstd": d / "trades-zstd.arrow"}
@@ -233,6 +233,66 @@ def duckdb_cases(t: pa.Table, paths: dict[str, Path], vio_label: str, ds: str) -
                    rtol=rtol, systems=systems(sql, sort_by))
 
 
+# -- fixed cost ---------------------------------------------------------------------------------
+
+#: queries per timed call of the fixed-cost cases (one query is too short to time alone)
+FIXED_REPEAT = 50
+
+
+def fixed_cost_cases(tmp: Path) -> Iterator[Case]:
+    """Issue 14's fixed cost: a whole query on a 2-row file through each adapter against the
+    same engine reading the same rows from Parquet (``FIXED_REPEAT`` queries per call)."""
+    t = pa.table({"x": pa.array([1, 2], pa.int64()), "s": pa.array(["a", "b"])})
+    d = tmp / "tiny"
+    d.mkdir()
+    vx, pq_path = d / "tiny.vxipc", d / "tiny.parquet"
+    vio.write_ipc(vx, t)
+    pq.write_table(t, pq_path)
+    note = (f"a 2-row file ({vx.stat().st_size} B Vortex IPC, {pq_path.stat().st_size} B "
+            f"Parquet); each timed call runs the query {FIXED_REPEAT} times")
+
+    def repeat(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            for _ in range(FIXED_REPEAT - 1):
+                fn()
+            return fn()
+        return run
+
+    try:
+        import polars as pl
+    except ImportError:
+        pass
+    else:
+        vio.register_polars()
+        yield Case(
+            group="adapters", dataset="tiny-2rows", op="polars-fixed-cost",
+            peer="scan_parquet", description="scan(f).collect() on a 2-row file",
+            expected=t, notes=[note],
+            systems=[System("scan_vortex_ipc", repeat(lambda: pl.scan_vortex_ipc(vx).collect()),
+                            lambda df: df.to_arrow().cast(t.schema)),
+                     System("scan_parquet", repeat(lambda: pl.scan_parquet(pq_path).collect()),
+                            lambda df: df.to_arrow().cast(t.schema))])
+    try:
+        import duckdb
+    except ImportError:
+        pass
+    else:
+        con = duckdb.connect()
+        vio.register_duckdb(con)
+
+        def q(sql: str) -> Callable[[], Any]:
+            return repeat(lambda: con.sql(sql).to_arrow_table())
+
+        yield Case(
+            group="adapters", dataset="tiny-2rows", op="duckdb-fixed-cost",
+            peer="read_parquet", description="SELECT * FROM <source> on a 2-row file",
+            expected=t, notes=[note],
+            systems=[System("vortex_ipc", q(f"SELECT * FROM vortex_ipc('{vx}')"),
+                            lambda out: out.cast(t.schema)),
+                     System("read_parquet", q(f"SELECT * FROM read_parquet('{pq_path}')"),
+                            lambda out: out.cast(t.schema))])
+
+
 def adapters_group(ctx: Context) -> Iterator[Case]:
     """Polars and DuckDB through vortex_io's adapters vs the same engine on Parquet zstd."""
     from bench.bench_decode import vio_threads_label
@@ -256,6 +316,7 @@ def adapters_group(ctx: Context) -> Iterator[Case]:
         ctx.log("[bench] duckdb is not installed: skipping the DuckDB adapter cases")
     else:
         yield from duckdb_cases(t, paths, label, ds)
+    yield from fixed_cost_cases(tmp)
 
 
 # registered once, whether imported by bench/run.py or run as a script (which imports both)

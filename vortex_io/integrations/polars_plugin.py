@@ -59,6 +59,7 @@ import operator
 import os
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
@@ -498,6 +499,12 @@ def translate_predicate(filters: Sequence[pl.Expr], arrow_schema: pa.Schema,
 # -- the scan -------------------------------------------------------------------------------
 
 
+#: (path, st_dev, st_ino, size, mtime_ns, limits) -> (dtype, Arrow schema), least recent first
+_HEADERS: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
+_HEADERS_LOCK = threading.Lock()
+_HEADERS_MAX = 1024
+
+
 class _Spec:
     """What one ``scan_vortex_ipc`` call scans, shared by its resolver and readers."""
 
@@ -524,18 +531,46 @@ class _Spec:
         with self._lock:
             hit = self._schemas.get(ck)
         if hit is None:
-            s = self.open(key)
-            schema = _polars_schema(s.schema)
+            dtype, arrow_schema = self._header(key)
+            schema = _polars_schema(arrow_schema)
             cats = _categorical_columns(self.categorical, schema)
             if cats:
                 import polars as pl
 
                 schema = pl.Schema({n: pl.Categorical() if n in cats else t
                                     for n, t in schema.items()})
-            hit = (s.dtype, s.schema, schema, cats)
+            hit = (dtype, arrow_schema, schema, cats)
             with self._lock:
                 self._schemas[ck] = hit
         return hit
+
+    def _header(self, key: str | bytes) -> tuple[Any, Any]:
+        """(Vortex dtype, Arrow schema) of one source from its DType message. A local file's
+        are kept process-wide while its identity, size and modification time stay the same
+        (a query planned again on an unchanged file does not read its header again)."""
+        src = self.sources.get(key)
+        ck = None
+        if isinstance(src, str) and not _is_url(src):
+            try:
+                st = os.stat(src)
+                ck = (src, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, self.limits)
+                hash(ck)
+            except (OSError, TypeError):
+                ck = None  # missing (opening names it) or unhashable limits: no cache
+        if ck is not None:
+            with _HEADERS_LOCK:
+                hit = _HEADERS.get(ck)
+                if hit is not None:
+                    _HEADERS.move_to_end(ck)
+                    return hit
+        s = self.open(key)
+        out = (s.dtype, s.schema)
+        if ck is not None:
+            with _HEADERS_LOCK:
+                _HEADERS[ck] = out
+                while len(_HEADERS) > _HEADERS_MAX:
+                    _HEADERS.popitem(last=False)
+        return out
 
     def file_columns(self) -> Any:
         """The file columns of the scan: ``schema=`` if given, else the first source's."""
