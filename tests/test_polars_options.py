@@ -222,3 +222,29 @@ def test_lazy_sink(tree: Path, tmp_path: Path) -> None:
     assert_frame_equal(pl.read_vortex_ipc(out), pl.read_parquet(tmp_path / "lazy.parquet"))
     n = pp.sink_ipc(src, tmp_path / "eager.vxipc")
     assert n == (tmp_path / "eager.vxipc").stat().st_size
+
+
+def test_a_rewritten_file_is_read_afresh(tmp_path: Path) -> None:
+    p = tmp_path / "f.vxipc"
+    vio.write_ipc(p, pa.table({"a": [1, 2]}))
+    assert pl.scan_vortex_ipc(p).collect()["a"].to_list() == [1, 2]
+    vio.write_ipc(p, pa.table({"b": ["x"], "c": [1.5]}))  # another schema, same path
+    assert pl.scan_vortex_ipc(p).collect().rows() == [("x", 1.5)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_cast_options(tmp_path: Path, engine: str) -> None:
+    narrow, wide = pa.table({"id": pa.array([1, 2], pa.int32())}), pa.table({"id": [3]})
+    srcs: dict[str, list[str]] = {"vxipc": [], "parquet": []}
+    for i, t in enumerate((wide, narrow)):
+        for ext in srcs:
+            p = tmp_path / f"{i}.{ext}"
+            (vio.write_ipc(p, t) if ext == "vxipc" else pq.write_table(t, p))
+            srcs[ext].append(str(p))
+    opts = pl.ScanCastOptions(integer_cast="upcast")
+    for q in (lambda lf: lf, lambda lf: lf.filter(pl.col("id") > 1)):
+        assert_frame_equal(q(pl.scan_vortex_ipc(srcs["vxipc"], cast_options=opts)).collect(
+            engine=engine), q(pl.scan_parquet(srcs["parquet"], cast_options=opts)).collect(
+            engine=engine))
+    with pytest.raises(pl.exceptions.SchemaError):
+        pl.scan_vortex_ipc(srcs["vxipc"]).collect(engine=engine)
