@@ -33,8 +33,18 @@ Polars offers two Python scan-source APIs. We use ``scan_external_reader`` (one
   (chunk pruning on statistics, kernels on encoded data).
 * **Conjuncts arrive split.** Both APIs hand over optimizer-typed expressions; the
   external reader and the resolver get the AND-conjuncts as a list.
-* **Multi-file.** Polars drives one reader per file (globs, lists), checks each file's
-  schema against the first, and runs files on its pipelines.
+* **Multi-file.** Polars drives one reader per file, checks each file's schema against the
+  first (or ``schema=``), and runs files on its pipelines. The scan is built with Polars'
+  own ``ScanOptions`` (``PyLazyFrame.new_from_external_reader_builder``; the public
+  ``scan_external_reader`` passes only ``expand_paths``), so globs, directories, hidden
+  files, hive partitions (parsed, typed and pruned by Polars), ``include_file_paths``,
+  ``missing_columns``/``extra_columns`` and ``cast_options`` behave as in ``scan_parquet``.
+  Those entry points, and ``polars.io._expand_paths`` (which finds the first file, whose
+  header is the schema), are internal to Polars 2.1: the ``polars`` extra pins
+  ``>=2.1,<2.2``, :func:`register` checks it, and ``tests/test_polars_options.py``
+  compares every option with ``scan_parquet``. Polars 2.1 panics when it hands filters to
+  an external reader of a scan that inserts missing columns, so with
+  ``missing_columns="insert"`` Polars applies the filters itself.
 * **explain().** ``register_io_source`` fixes ``explain_detail`` when the frame is built,
   before any filter exists. The resolver is called with the query's projection, limit and
   filters during optimization, so the plan shows per query what runs on encoded data
