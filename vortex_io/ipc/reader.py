@@ -16,6 +16,7 @@ import stat
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from .. import _fs
 from .. import _native_glue as ng
 from .. import dtype as dt
 from ..array import Array
@@ -239,14 +240,27 @@ def _stream_header(first: Message | None, limits: ReaderLimits) -> tuple[dt.DTyp
 class _Source:
     """Bytes in, for the decoder: whole buffers at once, or exact reads from a file."""
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, storage_options: dict[str, Any] | None = None) -> None:
         self.name: str | None = None
         self.buffer: Any = None
         self.file: Any = None
+        #: the file is a remote one (a URL): reads go ahead of the decoder in growing blocks
+        #: and it can seek (a message range is entered by a jump)
+        self.remote = False
+        self._read = _fs.FIRST_READ
         self._owned: list[Any] = []
+        if _fs.is_url(source) and not _fs.is_file_url(source):
+            self.name = source
+            self.file = _fs.open_url(source, storage_options)
+            self._owned.append(self.file)
+            self.remote = True
+            return
+        if storage_options and not _fs.is_url(source):
+            _fs.no_url_options("StreamReader", storage_options)
         if isinstance(source, (str, os.PathLike)):
             self.name = os.fspath(source)
-            f = open(self.name, "rb")
+            path = _fs.file_url_path(self.name) if _fs.is_file_url(self.name) else self.name
+            f = open(path, "rb")
             self._owned.append(f)
             st = os.fstat(f.fileno())
             size = st.st_size
@@ -290,11 +304,24 @@ class _Source:
         if self.file is None:
             return False
         need = max(dec.bytes_needed, 1)
+        if self.remote:  # ranged reads: ahead of the decoder, in blocks that grow
+            need, self._read = max(need, self._read), min(self._read * 2, _fs.MAX_READ)
         data = self.file.read(need)
         if not data:
             return False
         dec.feed(data)
         return True
+
+    def jump(self, dec: MessageDecoder, offset: int, index: int) -> None:
+        """Continue ``dec`` at the message at stream ``offset``, numbered ``index``, without
+        reading the bytes before it: a whole buffer is skipped in, a remote file seeks past
+        what was read ahead (``ValueError`` if ``offset`` is before the decoder's position)."""
+        if not self.remote:
+            dec.skip_to(offset, index)
+            return
+        dec.skip_to(offset, index, past_buffer=True)
+        if offset > self.file.tell():
+            self.file.seek(offset)
 
     def close(self) -> None:
         for o in reversed(self._owned):
@@ -324,9 +351,13 @@ def _lazy_field(arr: Array, name: str) -> Array:
 class StreamReader:
     """Reads a Vortex IPC stream: the DType message, then one ``Batch`` per Array message.
 
-    ``source``: a path (memory-mapped), a bytes-like object, or a binary file object
-    (pipes and sockets included). Arrays are decoded lazily; ``limits`` bounds what the
-    stream may make the reader allocate.
+    ``source``: a path (memory-mapped), a URL, a bytes-like object, or a binary file
+    object (pipes and sockets included). Arrays are decoded lazily; ``limits`` bounds what
+    the stream may make the reader allocate. A URL (``s3://``, ``gs://``, ``https://``,
+    ``memory://``, any scheme fsspec knows; ``pip install 'vortex-io[fsspec]'``) is read
+    with ranged reads, ahead of the decoder in blocks that grow from 64 KiB (opening a
+    reader for its ``schema`` reads one block, never the whole file); ``storage_options``
+    go to its fsspec file system (credentials, endpoints). ``file://`` URLs are paths.
 
     Streams written with integrity data (``integrity=True``) are verified as they are read:
     each message's checksums before any of it is used, and the end marker at the end. A
@@ -347,9 +378,10 @@ class StreamReader:
     """
 
     def __init__(self, source: Any, *, limits: ReaderLimits | None = None,
-                 require_integrity: bool = False) -> None:
+                 require_integrity: bool = False,
+                 storage_options: dict[str, Any] | None = None) -> None:
         self.limits = limits or DEFAULT_LIMITS
-        self._src = _Source(source)
+        self._src = _Source(source, _fs.check_storage_options("StreamReader", storage_options))
         self._dec = MessageDecoder(limits=self.limits, require_integrity=require_integrity,
                                    defer_body_checks=True)
         #: build struct fields on first use (a scan sets it: it locates errors itself)
@@ -591,9 +623,10 @@ class StreamReader:
 
 
 def read_ipc(source: Any, *, limits: ReaderLimits | None = None,
-             require_integrity: bool = False) -> Array:
-    """Read a whole stream into one array (all chunks); ``require_integrity`` as for
-    ``StreamReader``.
+             require_integrity: bool = False,
+             storage_options: dict[str, Any] | None = None) -> Array:
+    """Read a whole stream into one array (all chunks); ``source``, ``require_integrity``
+    and ``storage_options`` as for ``StreamReader``.
 
     >>> import vortex_io as vio
     >>> import io
@@ -602,7 +635,8 @@ def read_ipc(source: Any, *, limits: ReaderLimits | None = None,
     >>> vio.read_ipc(buf.getvalue()).to_pylist()
     [1.5, 2.5]
     """
-    with StreamReader(source, limits=limits, require_integrity=require_integrity) as r:
+    with StreamReader(source, limits=limits, require_integrity=require_integrity,
+                      storage_options=storage_options) as r:
         return r.read_all()
 
 
