@@ -879,7 +879,25 @@ class Scan:
 
         return pa.RecordBatchReader.from_batches(self.schema, iter(self))
 
+    def __arrow_c_schema__(self) -> Any:
+        """``schema`` as an Arrow PyCapsule (reads the first source's DType message only)."""
+        return self.schema.__arrow_c_schema__()
+
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The scan as an Arrow C stream: batches are scanned as the consumer pulls them
+        (nothing is materialized first). Each export is a new pass over the sources, as
+        iterating is, so pyarrow, Polars, DuckDB and pandas take a scan as often as they
+        like. ``requested_schema``: the batches are cast to it as pyarrow casts.
+
+        >>> import io, pyarrow as pa, vortex_io as vio
+        >>> buf = io.BytesIO()
+        >>> _ = vio.write_ipc(buf, pa.table({"x": [1, 2, 3]}))
+        >>> s = vio.scan(buf.getvalue(), filter=vio.expr.col("x") > 1)
+        >>> pa.RecordBatchReader.from_stream(s).read_all()["x"].to_pylist()
+        [2, 3]
+        >>> pa.table(s).num_rows  # a second export: a second pass
+        2
+        """
         return self.to_reader().__arrow_c_stream__(requested_schema)
 
     def __repr__(self) -> str:

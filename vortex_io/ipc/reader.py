@@ -35,6 +35,23 @@ class Batch:
 
     With the native core, ``to_arrow()`` decodes the message natively and ``array`` (the
     Python encoding tree, for inspecting encodings or custom compute) is built on first use.
+
+    A batch exports the Arrow PyCapsule interface (``__arrow_c_schema__``,
+    ``__arrow_c_array__``, ``__arrow_c_stream__``), so ``pa.table(batch)``,
+    ``pa.record_batch(batch)``, ``pl.from_arrow(batch)``, DuckDB and
+    ``pd.DataFrame.from_arrow`` take it as they take ``batch.to_arrow()``: a batch of a
+    table (a non-nullable struct dtype) as a record batch, others as an array. Each export
+    decodes the message again; a ``requested_schema`` other than the batch's is cast to as
+    pyarrow casts (``ValueError`` when it cannot be).
+
+    >>> import io, pyarrow as pa, vortex_io as vio
+    >>> buf = io.BytesIO()
+    >>> _ = vio.write_ipc(buf, pa.table({"x": [1, 2], "y": ["a", "b"]}))
+    >>> batch = next(iter(vio.StreamReader(buf.getvalue())))
+    >>> pa.table(batch).to_pydict()
+    {'x': [1, 2], 'y': ['a', 'b']}
+    >>> pa.record_batch(batch).equals(batch.to_arrow())
+    True
     """
 
     __slots__ = ("_array", "_ctx", "_msg", "index", "metadata", "offset")
@@ -104,9 +121,62 @@ class Batch:
                 else pa.record_batch([pa.nulls(m.header.row_count)], names=["_"]).select([])
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
+    # -- the Arrow PyCapsule interface ----------------------------------------------------
+
+    def _dtype(self) -> dt.DType:
+        return self._ctx[0] if self._array is None else self._array.dtype
+
+    def _export(self) -> Any:
+        """``to_arrow()`` as one RecordBatch (a table) or one Array."""
+        import pyarrow as pa
+
+        a = self.to_arrow()
+        if isinstance(a, pa.ChunkedArray):
+            a = a.combine_chunks()
+        return a
+
+    def __arrow_c_schema__(self) -> Any:
+        """The batch's Arrow schema (a table's, with the batch's metadata) or type, as a
+        PyCapsule; nothing is decoded."""
+        from ..arrow import dtype_to_arrow, to_arrow_schema
+
+        d = self._dtype()
+        if _table_fields(d) is None:
+            return dtype_to_arrow(d).__arrow_c_schema__()
+        schema = to_arrow_schema(d)
+        if self.metadata:
+            schema = schema.with_metadata(self.metadata.to_arrow())
+        return schema.__arrow_c_schema__()
+
+    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]:
+        """The batch as an Arrow C array (a table's as a struct array: a record batch):
+        the (schema, array) PyCapsules, cast to ``requested_schema`` when it is given."""
+        return self._export().__arrow_c_array__(requested_schema)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The batch as an Arrow C stream of one record batch (a table) or one array."""
+        import pyarrow as pa
+
+        a = self._export()
+        if isinstance(a, pa.RecordBatch):
+            s = pa.RecordBatchReader.from_batches(a.schema, [a])
+        else:
+            s = pa.chunked_array([a], type=a.type)
+        return s.__arrow_c_stream__(requested_schema)
+
     def __repr__(self) -> str:
         md = f", metadata={self.metadata!r}" if self.metadata else ""
         return f"Batch(index={self.index}, rows={self.num_rows}, encoding={self.array.encoding}{md})"
+
+
+def _with_schema(rb: Any, schema: Any) -> Any:
+    """Record batch ``rb`` with ``schema`` (the stream's metadata rather than the batch's;
+    a batch of no columns keeps its rows)."""
+    import pyarrow as pa
+
+    if rb.num_columns == 0:
+        return rb.replace_schema_metadata(schema.metadata)
+    return pa.RecordBatch.from_arrays(rb.columns, schema=schema)
 
 
 def _table_fields(d: dt.DType) -> list[int] | None:
@@ -390,6 +460,7 @@ class StreamReader:
         #: message range sets it: later messages are never read)
         self._stop_index: int | None = None
         self._done = False
+        self._exported = False  # see __arrow_c_stream__
         try:
             self.dtype: dt.DType
             self.metadata: Metadata
@@ -587,19 +658,52 @@ class StreamReader:
                                  for c in (b.chunks if isinstance(b, pa.ChunkedArray) else (b,))],
                                 type=self.dtype.to_arrow())
 
+    # -- the Arrow PyCapsule interface ----------------------------------------------------
+
+    def __arrow_c_schema__(self) -> Any:
+        """``schema`` as an Arrow PyCapsule (what ``__arrow_c_stream__`` will carry)."""
+        return self.schema.__arrow_c_schema__()
+
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
-        """Export the remaining batches as an Arrow C stream (struct streams)."""
+        """The remaining batches as an Arrow C stream of record batches (streams of a
+        non-nullable struct dtype), decoded as the consumer pulls them, one message (the
+        native core: one window of messages) at a time. ``requested_schema``: the batches
+        are cast to it as pyarrow casts (errors arrive when they are read).
+
+        A reader reads its source once, as a ``pyarrow.RecordBatchReader`` does: it is
+        exported once, and a second export, or one after the reader was read to its end or
+        closed, raises ``ValueError`` (rather than hand a second consumer no rows).
+        ``vortex_io.scan(...)`` re-reads its sources on each export.
+
+        >>> import io, pyarrow as pa, vortex_io as vio
+        >>> buf = io.BytesIO()
+        >>> _ = vio.write_ipc(buf, pa.table({"x": [1, 2, 3]}))
+        >>> r = vio.StreamReader(buf.getvalue())
+        >>> pa.RecordBatchReader.from_stream(r).read_all()["x"].to_pylist()
+        [1, 2, 3]
+        >>> pa.table(r)
+        Traceback (most recent call last):
+        ...
+        ValueError: this StreamReader was already exported as an Arrow stream: ...
+        """
         import pyarrow as pa
 
         if not isinstance(self.dtype, dt.Struct) or self.dtype.nullable:
-            raise TypeError("only streams of a non-nullable struct dtype export as record batches")
+            raise TypeError("only streams of a non-nullable struct dtype export as record "
+                            "batches; read_arrow() reads the others as a ChunkedArray")
+        if self._exported or self._done:
+            what = "exported as an Arrow stream" if self._exported else "read to its end"
+            raise ValueError(f"this StreamReader was already {what}: a reader reads its "
+                             "source once; open a new one (or use vortex_io.scan(...), which "
+                             "re-reads its sources on each export)")
+        self._exported = True
         schema = self.schema
         fields = _table_fields(self.dtype)
         if ng.enabled() and fields:
             gen = (pa.RecordBatch.from_arrays(cols, schema=schema)
                    for _, cols in self._native_batches(fields, False, ng.decode_threads(None)))
         else:
-            gen = (pa.RecordBatch.from_arrays(b.to_arrow().columns, schema=schema) for b in self)
+            gen = (_with_schema(b.to_arrow(), schema) for b in self)
         return pa.RecordBatchReader.from_batches(schema, gen).__arrow_c_stream__(requested_schema)
 
     def close(self) -> None:
