@@ -219,3 +219,16 @@ def test_pandas_takes_them():
         want = pd.DataFrame.from_arrow(ref)
         assert len(want) == ref.num_rows > 0
         pd.testing.assert_frame_equal(pd.DataFrame.from_arrow(make()), want, obj=name)
+
+
+def test_a_stream_of_no_columns_exports_its_rows():
+    buf = io.BytesIO()
+    with vio.StreamWriter(buf, pa.schema([])) as w:
+        for n in (2, 2, 1):
+            w.write(pa.table({"x": [0] * n}).select([]))
+    data = buf.getvalue()
+    with vio.StreamReader(data) as r:
+        got = pa.table(r)
+    assert got.num_columns == 0 and got.num_rows == 5
+    assert pa.table(vio.scan(data)).num_rows == 5
+    assert [pa.record_batch(b).num_rows for b in vio.StreamReader(data)] == [2, 2, 1]

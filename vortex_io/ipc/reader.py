@@ -94,7 +94,7 @@ class Batch:
             rb = pa.RecordBatch.from_struct_array(a)
             schema = pa.schema([pa.field(f.name, f.type, f.nullable) for f in a.type],
                                metadata=self.metadata.to_arrow() if self.metadata else None)
-            return pa.RecordBatch.from_arrays(rb.columns, schema=schema)
+            return _with_schema(rb, schema)  # (no columns: its rows kept)
         return a
 
     def _native_arrow(self, string_view: bool) -> Any:
