@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _fs
 from . import _native_glue as ng
 from . import dtype as dt
 from ._check import check_int, check_names, check_source, check_type, describe
@@ -122,11 +123,14 @@ def _as_range(messages: Any) -> MessageRange:
 _U32 = 4
 
 
-def message_spans(source: Any, *, limits: ReaderLimits | None = None) -> list[MessageSpan]:
+def message_spans(source: Any, *, limits: ReaderLimits | None = None,
+                  storage_options: dict[str, Any] | None = None) -> list[MessageSpan]:
     """The Array messages of one stream, from a header-only pass: each message's length
     prefix and header are read and its body is skipped (a file is read with seeks, never
     mapped whole), so planning a distributed read of large files costs a few bytes per
-    message. ``source``: a path or a bytes-like object. Bad framing raises the
+    message. ``source``: a path, a URL or a bytes-like object; a URL (fsspec, with its
+    ``storage_options``) is read with one ranged read of 64 KiB at each message's start
+    (bodies are never fetched). Bad framing raises the
     ``VortexIPCError`` a reader would (``TruncatedStreamError`` for a cut stream), naming
     the file, message and offset; bodies are checked when they are scanned.
 
@@ -142,9 +146,20 @@ def message_spans(source: Any, *, limits: ReaderLimits | None = None) -> list[Me
     [0, 1, 0, 1, 2]
     """
     lim = limits or DEFAULT_LIMITS
+    storage_options = _fs.check_storage_options("message_spans", storage_options)
+    if _fs.is_url(source) and not _fs.is_file_url(source):
+        with _fs.open_url(source, storage_options) as f:
+            ranged = _fs.RangedReads(f, _fs.size_of(f, source))
+            try:
+                return _spans(ranged.read, ranged._size, lim)
+            except VortexIPCError as e:
+                raise e.locate(source=source) from None
+    if not _fs.is_url(source):
+        _fs.no_url_options("message_spans", storage_options)
     if isinstance(source, (str, os.PathLike)):
         name = os.fspath(source)
-        with open(name, "rb") as f:
+        path = _fs.file_url_path(name) if _fs.is_file_url(name) else name
+        with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
 
             def read(pos: int, n: int) -> bytes:
@@ -280,15 +295,32 @@ def _is_glob(s: str) -> bool:
     return any(ch in s for ch in "*?[")
 
 
-def expand_sources(source: Any) -> list[Any]:
+def expand_sources(source: Any, *, storage_options: dict[str, Any] | None = None
+                   ) -> list[Any]:
     """A list of sources: a list/tuple as given, a glob pattern expanded (sorted), or one
     source. A glob that matches nothing raises ``FileNotFoundError``; a path that exists is
-    never a pattern (``br[1].vxipc``)."""
+    never a pattern (``br[1].vxipc``). A glob in a URL
+    (``s3://bucket/*.vxipc``) is expanded by its fsspec file system (with
+    ``storage_options``); the matches keep the URL's scheme. A ``file://`` glob expands
+    to local paths.
+
+    >>> import fsspec, io, pyarrow as pa, vortex_io as vio
+    >>> for name in ["b", "a"]:
+    ...     with fsspec.open(f"memory://doc-expand/{name}.vxipc", "wb") as f:
+    ...         _ = vio.write_ipc(f, pa.table({"x": [1]}))
+    >>> expand_sources("memory://doc-expand/*.vxipc")
+    ['memory:///doc-expand/a.vxipc', 'memory:///doc-expand/b.vxipc']
+    """
+    storage_options = _fs.check_storage_options("expand_sources", storage_options)
     if isinstance(source, (list, tuple)):
         out: list[Any] = []
         for s in source:
-            out.extend(expand_sources(s))
+            out.extend(expand_sources(s, storage_options=storage_options))
         return out
+    if _fs.is_url(source) and not _fs.is_file_url(source):
+        return _fs.glob_url(source, storage_options) if _fs.has_glob(source) else [source]
+    if _fs.is_file_url(source) and _is_glob(source):
+        source = _fs.file_url_path(source)
     if isinstance(source, (str, os.PathLike)) and _is_glob(os.fspath(source)) \
             and not os.path.exists(source):  # a file named br[1].vxipc is that file
         matches = sorted(_glob.glob(os.fspath(source)))
@@ -390,11 +422,17 @@ class Scan:
                  batch_size: int | None = None, limits: ReaderLimits | None = None,
                  offset: int = 0, string_view: bool = False, threads: int | None = None,
                  read_dictionary: Sequence[str] | None = None, messages: Any = None,
+                 storage_options: dict[str, Any] | None = None,
                  _caller: str = "scan") -> None:
         fn = _caller
-        self.sources = _one_shot_paths(expand_sources(source))
+        storage_options = _fs.check_storage_options(fn, storage_options)
+        self.sources = _one_shot_paths(expand_sources(source, storage_options=storage_options))
         if not self.sources:
             raise ValueError(f"{fn}() needs at least one source")
+        if not any(_fs.is_url(s) for s in self.sources):
+            _fs.no_url_options(fn, storage_options)
+        #: the fsspec options of the sources given as URLs
+        self.storage_options = storage_options
         self.messages = None if messages is None else _as_range(messages)
         if self.messages is not None and len(self.sources) != 1:
             raise ValueError("messages= selects messages of one stream: give one source")
@@ -440,13 +478,17 @@ class Scan:
     def _read_dtype(self) -> dt.DType:
         if self._dtype is None:
             src = self.sources[0]
-            r = StreamReader(src, limits=self.limits)
+            r = self._open(src)
             if _rereadable(src):
                 r.close()
             else:
                 self._first_reader = r
             self._set_dtype(r)
         return self._dtype  # type: ignore[return-value]
+
+    def _open(self, src: Any) -> StreamReader:
+        return StreamReader(src, limits=self.limits,
+                            storage_options=self.storage_options if _fs.is_url(src) else None)
 
     def _set_dtype(self, r: StreamReader) -> None:
         """The dtype, metadata and schemas of the scan, from its first source's reader."""
@@ -504,7 +546,7 @@ class Scan:
             if self._first_reader is not None and src is self.sources[0]:
                 reader, self._first_reader = self._first_reader, None
             else:
-                reader = StreamReader(src, limits=self.limits)
+                reader = self._open(src)
             # fields are built on first use: pruned batches and unprojected columns never
             # are (errors in what is used are located below, like lazily decoded data)
             reader._lazy_fields = True
@@ -540,12 +582,14 @@ class Scan:
         assert r is not None
         reader._stop_index = r.stop
         dec = reader._dec
-        if r.offset is not None and reader._src.file is None and not reader.integrity:
-            # a path (memory-mapped) or bytes: the decoder holds the whole stream, unread
-            # (a stream with integrity data is walked instead: its header checksums chain)
+        if r.offset is not None and (reader._src.file is None or reader._src.remote) \
+                and not reader.integrity:
+            # a path (memory-mapped) or bytes: the decoder holds the whole stream, unread; a
+            # URL: a ranged read seeks there (a stream with integrity data is walked
+            # instead: its header checksums chain)
             before = dec.position
             try:
-                dec.skip_to(r.offset, r.start)
+                reader._src.jump(dec, r.offset, r.start)
             except ValueError:
                 raise ValueError(f"messages=: offset {r.offset} of message {r.start} is not "
                                  f"after the DType message (which ends at {before})") from None
@@ -837,7 +881,25 @@ class Scan:
 
         return pa.RecordBatchReader.from_batches(self.schema, iter(self))
 
+    def __arrow_c_schema__(self) -> Any:
+        """``schema`` as an Arrow PyCapsule (reads the first source's DType message only)."""
+        return self.schema.__arrow_c_schema__()
+
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The scan as an Arrow C stream: batches are scanned as the consumer pulls them
+        (nothing is materialized first). Each export is a new pass over the sources, as
+        iterating is, so pyarrow, Polars, DuckDB and pandas take a scan as often as they
+        like. ``requested_schema``: the batches are cast to it as pyarrow casts.
+
+        >>> import io, pyarrow as pa, vortex_io as vio
+        >>> buf = io.BytesIO()
+        >>> _ = vio.write_ipc(buf, pa.table({"x": [1, 2, 3]}))
+        >>> s = vio.scan(buf.getvalue(), filter=vio.expr.col("x") > 1)
+        >>> pa.RecordBatchReader.from_stream(s).read_all()["x"].to_pylist()
+        [2, 3]
+        >>> pa.table(s).num_rows  # a second export: a second pass
+        2
+        """
         return self.to_reader().__arrow_c_stream__(requested_schema)
 
     def __repr__(self) -> str:
@@ -867,7 +929,7 @@ def _one_shot_paths(sources: list[Any]) -> list[Any]:
 
     out = []
     for s in sources:
-        if isinstance(s, (str, os.PathLike)):
+        if isinstance(s, (str, os.PathLike)) and not _fs.is_url(s):
             try:
                 mode = os.stat(s).st_mode
             except OSError:
@@ -959,11 +1021,15 @@ def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | No
          limit: int | None = None, batch_size: int | None = None,
          limits: ReaderLimits | None = None, offset: int = 0,
          string_view: bool = False, threads: int | None = None,
-         read_dictionary: Sequence[str] | None = None, messages: Any = None) -> Scan:
+         read_dictionary: Sequence[str] | None = None, messages: Any = None,
+         storage_options: dict[str, Any] | None = None) -> Scan:
     """Scan one or many streams with projection, filter and limit pushdown.
 
-    ``source``: a path, bytes-like object, binary file object, a list of those, or a glob
-    pattern. ``columns``: the fields to return (default: all). ``filter``: a
+    ``source``: a path, URL, bytes-like object, binary file object, a list of those, or a
+    glob pattern (of paths or URLs). A URL (``s3://``, ``gs://``, ``https://``,
+    ``memory://``, any scheme fsspec knows; ``pip install 'vortex-io[fsspec]'``) is read
+    with ranged reads in growing blocks; ``storage_options`` go to its fsspec file system.
+    ``columns``: the fields to return (default: all). ``filter``: a
     ``vortex_io.expr`` expression. ``limit``: at most this many rows. ``offset``: skip this
     many matching rows first (without a filter, whole chunks are skipped undecoded).
     ``batch_size``: split output batches to at most this many rows. ``string_view``:
@@ -983,16 +1049,19 @@ def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | No
     """
     return Scan(source, columns=columns, filter=filter, limit=limit, batch_size=batch_size,
                 limits=limits, offset=offset, string_view=string_view, threads=threads,
-                read_dictionary=read_dictionary, messages=messages)
+                read_dictionary=read_dictionary, messages=messages,
+                storage_options=storage_options)
 
 
 def read_table(source: Any, *, columns: Sequence[str] | None = None,
-               filter: Expr | None = None) -> Any:
+               filter: Expr | None = None,
+               storage_options: dict[str, Any] | None = None) -> Any:
     """Read a stream (or several: a list or a glob, as for ``scan``) into one
     ``pyarrow.Table``: the one-call read, like ``pyarrow.parquet.read_table``.
 
     ``columns``: the columns to read (default: all); ``filter``: a ``vortex_io.expr``
-    expression the rows must satisfy, evaluated on the encoded data. The table's schema
+    expression the rows must satisfy, evaluated on the encoded data; ``storage_options``:
+    for URLs, as for ``scan``. The table's schema
     carries the stream's metadata. For limits, offsets, threads or dictionaries use
     ``scan(...)``, whose options this shares.
 
@@ -1003,4 +1072,5 @@ def read_table(source: Any, *, columns: Sequence[str] | None = None,
     >>> vio.read_table(buf.getvalue(), columns=["v"], filter=col("k") == "a").to_pydict()
     {'v': [1, 3]}
     """
-    return Scan(source, columns=columns, filter=filter, _caller="read_table").to_arrow()
+    return Scan(source, columns=columns, filter=filter, storage_options=storage_options,
+                _caller="read_table").to_arrow()

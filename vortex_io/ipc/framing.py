@@ -398,11 +398,13 @@ class MessageDecoder:
                 f"the end marker counts {messages} message(s) and {rows} row(s) before it; "
                 f"the stream has {self._index} and {self._rows}"))
 
-    def skip_to(self, offset: int, index: int) -> None:
+    def skip_to(self, offset: int, index: int, *, past_buffer: bool = False) -> None:
         """Continue at the message that starts at stream ``offset``, numbered ``index``: the
         buffered bytes before it are dropped unread (no copy). For readers that know the
         message boundaries from a header-only pass (``vortex_io.scan(messages=...)``). The
-        decoder must be between messages and hold every byte up to ``offset``.
+        decoder must be between messages and hold every byte up to ``offset``, or, with
+        ``past_buffer=True`` (a reader that can seek), ``offset`` may lie past the buffered
+        bytes: they are all dropped and the next bytes fed are those from ``offset`` on.
 
         >>> import vortex_io as vio
         >>> enc = MessageEncoder()
@@ -426,6 +428,12 @@ class MessageDecoder:
             # bodies unchecked, never used), not by a jump
             raise ValueError("a stream with integrity data cannot be entered by skipping")
         n = offset - self._consumed
+        if past_buffer and n > self._buffered and self._state == _LEN and index >= self._index:
+            self._chunks.clear()
+            self._buffered = 0
+            self._consumed = offset
+            self._index = index
+            return
         if self._state != _LEN or n < 0 or n > self._buffered or index < self._index:
             raise ValueError(f"cannot skip to offset {offset} (message {index}) from offset "
                              f"{self._consumed} (message {self._index}, {self._buffered} bytes "

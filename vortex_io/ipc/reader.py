@@ -16,6 +16,7 @@ import stat
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from .. import _fs
 from .. import _native_glue as ng
 from .. import dtype as dt
 from ..array import Array
@@ -34,6 +35,23 @@ class Batch:
 
     With the native core, ``to_arrow()`` decodes the message natively and ``array`` (the
     Python encoding tree, for inspecting encodings or custom compute) is built on first use.
+
+    A batch exports the Arrow PyCapsule interface (``__arrow_c_schema__``,
+    ``__arrow_c_array__``, ``__arrow_c_stream__``), so ``pa.table(batch)``,
+    ``pa.record_batch(batch)``, ``pl.from_arrow(batch)``, DuckDB and
+    ``pd.DataFrame.from_arrow`` take it as they take ``batch.to_arrow()``: a batch of a
+    table (a non-nullable struct dtype) as a record batch, others as an array. Each export
+    decodes the message again; a ``requested_schema`` other than the batch's is cast to as
+    pyarrow casts (``ValueError`` when it cannot be).
+
+    >>> import io, pyarrow as pa, vortex_io as vio
+    >>> buf = io.BytesIO()
+    >>> _ = vio.write_ipc(buf, pa.table({"x": [1, 2], "y": ["a", "b"]}))
+    >>> batch = next(iter(vio.StreamReader(buf.getvalue())))
+    >>> pa.table(batch).to_pydict()
+    {'x': [1, 2], 'y': ['a', 'b']}
+    >>> pa.record_batch(batch).equals(batch.to_arrow())
+    True
     """
 
     __slots__ = ("_array", "_ctx", "_msg", "index", "metadata", "offset")
@@ -76,7 +94,7 @@ class Batch:
             rb = pa.RecordBatch.from_struct_array(a)
             schema = pa.schema([pa.field(f.name, f.type, f.nullable) for f in a.type],
                                metadata=self.metadata.to_arrow() if self.metadata else None)
-            return pa.RecordBatch.from_arrays(rb.columns, schema=schema)
+            return _with_schema(rb, schema)  # (no columns: its rows kept)
         return a
 
     def _native_arrow(self, string_view: bool) -> Any:
@@ -103,9 +121,62 @@ class Batch:
                 else pa.record_batch([pa.nulls(m.header.row_count)], names=["_"]).select([])
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
+    # -- the Arrow PyCapsule interface ----------------------------------------------------
+
+    def _dtype(self) -> dt.DType:
+        return self._ctx[0] if self._array is None else self._array.dtype
+
+    def _export(self) -> Any:
+        """``to_arrow()`` as one RecordBatch (a table) or one Array."""
+        import pyarrow as pa
+
+        a = self.to_arrow()
+        if isinstance(a, pa.ChunkedArray):
+            a = a.combine_chunks()
+        return a
+
+    def __arrow_c_schema__(self) -> Any:
+        """The batch's Arrow schema (a table's, with the batch's metadata) or type, as a
+        PyCapsule; nothing is decoded."""
+        from ..arrow import dtype_to_arrow, to_arrow_schema
+
+        d = self._dtype()
+        if _table_fields(d) is None:
+            return dtype_to_arrow(d).__arrow_c_schema__()
+        schema = to_arrow_schema(d)
+        if self.metadata:
+            schema = schema.with_metadata(self.metadata.to_arrow())
+        return schema.__arrow_c_schema__()
+
+    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]:
+        """The batch as an Arrow C array (a table's as a struct array: a record batch):
+        the (schema, array) PyCapsules, cast to ``requested_schema`` when it is given."""
+        return self._export().__arrow_c_array__(requested_schema)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The batch as an Arrow C stream of one record batch (a table) or one array."""
+        import pyarrow as pa
+
+        a = self._export()
+        if isinstance(a, pa.RecordBatch):
+            s = pa.RecordBatchReader.from_batches(a.schema, [a])
+        else:
+            s = pa.chunked_array([a], type=a.type)
+        return s.__arrow_c_stream__(requested_schema)
+
     def __repr__(self) -> str:
         md = f", metadata={self.metadata!r}" if self.metadata else ""
         return f"Batch(index={self.index}, rows={self.num_rows}, encoding={self.array.encoding}{md})"
+
+
+def _with_schema(rb: Any, schema: Any) -> Any:
+    """Record batch ``rb`` with ``schema`` (the stream's metadata rather than the batch's;
+    a batch of no columns keeps its rows)."""
+    import pyarrow as pa
+
+    if rb.num_columns == 0:
+        return rb.replace_schema_metadata(schema.metadata)
+    return pa.RecordBatch.from_arrays(rb.columns, schema=schema)
 
 
 def _table_fields(d: dt.DType) -> list[int] | None:
@@ -239,14 +310,27 @@ def _stream_header(first: Message | None, limits: ReaderLimits) -> tuple[dt.DTyp
 class _Source:
     """Bytes in, for the decoder: whole buffers at once, or exact reads from a file."""
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, storage_options: dict[str, Any] | None = None) -> None:
         self.name: str | None = None
         self.buffer: Any = None
         self.file: Any = None
+        #: the file is a remote one (a URL): reads go ahead of the decoder in growing blocks
+        #: and it can seek (a message range is entered by a jump)
+        self.remote = False
+        self._read = _fs.FIRST_READ
         self._owned: list[Any] = []
+        if _fs.is_url(source) and not _fs.is_file_url(source):
+            self.name = source
+            self.file = _fs.open_url(source, storage_options)
+            self._owned.append(self.file)
+            self.remote = True
+            return
+        if storage_options and not _fs.is_url(source):
+            _fs.no_url_options("StreamReader", storage_options)
         if isinstance(source, (str, os.PathLike)):
             self.name = os.fspath(source)
-            f = open(self.name, "rb")
+            path = _fs.file_url_path(self.name) if _fs.is_file_url(self.name) else self.name
+            f = open(path, "rb")
             self._owned.append(f)
             st = os.fstat(f.fileno())
             size = st.st_size
@@ -290,11 +374,24 @@ class _Source:
         if self.file is None:
             return False
         need = max(dec.bytes_needed, 1)
+        if self.remote:  # ranged reads: ahead of the decoder, in blocks that grow
+            need, self._read = max(need, self._read), min(self._read * 2, _fs.MAX_READ)
         data = self.file.read(need)
         if not data:
             return False
         dec.feed(data)
         return True
+
+    def jump(self, dec: MessageDecoder, offset: int, index: int) -> None:
+        """Continue ``dec`` at the message at stream ``offset``, numbered ``index``, without
+        reading the bytes before it: a whole buffer is skipped in, a remote file seeks past
+        what was read ahead (``ValueError`` if ``offset`` is before the decoder's position)."""
+        if not self.remote:
+            dec.skip_to(offset, index)
+            return
+        dec.skip_to(offset, index, past_buffer=True)
+        if offset > self.file.tell():
+            self.file.seek(offset)
 
     def close(self) -> None:
         for o in reversed(self._owned):
@@ -324,9 +421,13 @@ def _lazy_field(arr: Array, name: str) -> Array:
 class StreamReader:
     """Reads a Vortex IPC stream: the DType message, then one ``Batch`` per Array message.
 
-    ``source``: a path (memory-mapped), a bytes-like object, or a binary file object
-    (pipes and sockets included). Arrays are decoded lazily; ``limits`` bounds what the
-    stream may make the reader allocate.
+    ``source``: a path (memory-mapped), a URL, a bytes-like object, or a binary file
+    object (pipes and sockets included). Arrays are decoded lazily; ``limits`` bounds what
+    the stream may make the reader allocate. A URL (``s3://``, ``gs://``, ``https://``,
+    ``memory://``, any scheme fsspec knows; ``pip install 'vortex-io[fsspec]'``) is read
+    with ranged reads, ahead of the decoder in blocks that grow from 64 KiB (opening a
+    reader for its ``schema`` reads one block, never the whole file); ``storage_options``
+    go to its fsspec file system (credentials, endpoints). ``file://`` URLs are paths.
 
     Streams written with integrity data (``integrity=True``) are verified as they are read:
     each message's checksums before any of it is used, and the end marker at the end. A
@@ -347,9 +448,10 @@ class StreamReader:
     """
 
     def __init__(self, source: Any, *, limits: ReaderLimits | None = None,
-                 require_integrity: bool = False) -> None:
+                 require_integrity: bool = False,
+                 storage_options: dict[str, Any] | None = None) -> None:
         self.limits = limits or DEFAULT_LIMITS
-        self._src = _Source(source)
+        self._src = _Source(source, _fs.check_storage_options("StreamReader", storage_options))
         self._dec = MessageDecoder(limits=self.limits, require_integrity=require_integrity,
                                    defer_body_checks=True)
         #: build struct fields on first use (a scan sets it: it locates errors itself)
@@ -358,6 +460,7 @@ class StreamReader:
         #: message range sets it: later messages are never read)
         self._stop_index: int | None = None
         self._done = False
+        self._exported = False  # see __arrow_c_stream__
         try:
             self.dtype: dt.DType
             self.metadata: Metadata
@@ -555,19 +658,52 @@ class StreamReader:
                                  for c in (b.chunks if isinstance(b, pa.ChunkedArray) else (b,))],
                                 type=self.dtype.to_arrow())
 
+    # -- the Arrow PyCapsule interface ----------------------------------------------------
+
+    def __arrow_c_schema__(self) -> Any:
+        """``schema`` as an Arrow PyCapsule (what ``__arrow_c_stream__`` will carry)."""
+        return self.schema.__arrow_c_schema__()
+
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
-        """Export the remaining batches as an Arrow C stream (struct streams)."""
+        """The remaining batches as an Arrow C stream of record batches (streams of a
+        non-nullable struct dtype), decoded as the consumer pulls them, one message (the
+        native core: one window of messages) at a time. ``requested_schema``: the batches
+        are cast to it as pyarrow casts (errors arrive when they are read).
+
+        A reader reads its source once, as a ``pyarrow.RecordBatchReader`` does: it is
+        exported once, and a second export, or one after the reader was read to its end or
+        closed, raises ``ValueError`` (rather than hand a second consumer no rows).
+        ``vortex_io.scan(...)`` re-reads its sources on each export.
+
+        >>> import io, pyarrow as pa, vortex_io as vio
+        >>> buf = io.BytesIO()
+        >>> _ = vio.write_ipc(buf, pa.table({"x": [1, 2, 3]}))
+        >>> r = vio.StreamReader(buf.getvalue())
+        >>> pa.RecordBatchReader.from_stream(r).read_all()["x"].to_pylist()
+        [1, 2, 3]
+        >>> pa.table(r)
+        Traceback (most recent call last):
+        ...
+        ValueError: this StreamReader was already exported as an Arrow stream: ...
+        """
         import pyarrow as pa
 
         if not isinstance(self.dtype, dt.Struct) or self.dtype.nullable:
-            raise TypeError("only streams of a non-nullable struct dtype export as record batches")
+            raise TypeError("only streams of a non-nullable struct dtype export as record "
+                            "batches; read_arrow() reads the others as a ChunkedArray")
+        if self._exported or self._done:
+            what = "exported as an Arrow stream" if self._exported else "read to its end"
+            raise ValueError(f"this StreamReader was already {what}: a reader reads its "
+                             "source once; open a new one (or use vortex_io.scan(...), which "
+                             "re-reads its sources on each export)")
+        self._exported = True
         schema = self.schema
         fields = _table_fields(self.dtype)
         if ng.enabled() and fields:
             gen = (pa.RecordBatch.from_arrays(cols, schema=schema)
                    for _, cols in self._native_batches(fields, False, ng.decode_threads(None)))
         else:
-            gen = (pa.RecordBatch.from_arrays(b.to_arrow().columns, schema=schema) for b in self)
+            gen = (_with_schema(b.to_arrow(), schema) for b in self)
         return pa.RecordBatchReader.from_batches(schema, gen).__arrow_c_stream__(requested_schema)
 
     def close(self) -> None:
@@ -591,9 +727,10 @@ class StreamReader:
 
 
 def read_ipc(source: Any, *, limits: ReaderLimits | None = None,
-             require_integrity: bool = False) -> Array:
-    """Read a whole stream into one array (all chunks); ``require_integrity`` as for
-    ``StreamReader``.
+             require_integrity: bool = False,
+             storage_options: dict[str, Any] | None = None) -> Array:
+    """Read a whole stream into one array (all chunks); ``source``, ``require_integrity``
+    and ``storage_options`` as for ``StreamReader``.
 
     >>> import vortex_io as vio
     >>> import io
@@ -602,7 +739,8 @@ def read_ipc(source: Any, *, limits: ReaderLimits | None = None,
     >>> vio.read_ipc(buf.getvalue()).to_pylist()
     [1.5, 2.5]
     """
-    with StreamReader(source, limits=limits, require_integrity=require_integrity) as r:
+    with StreamReader(source, limits=limits, require_integrity=require_integrity,
+                      storage_options=storage_options) as r:
         return r.read_all()
 
 
