@@ -248,3 +248,24 @@ def test_cast_options(tmp_path: Path, engine: str) -> None:
             engine=engine))
     with pytest.raises(pl.exceptions.SchemaError):
         pl.scan_vortex_ipc(srcs["vxipc"]).collect(engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_url_sources(engine: str) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    base = "memory://polars-urls"
+    tables = [_t(0, 3), _t(3, 2)]
+    for i, t in enumerate(tables):
+        with fsspec.open(f"{base}/year={2020 + i}/part.vxipc", "wb") as f:
+            vio.write_ipc(f, t)
+    exp = pa.concat_tables(tables)
+    got = pl.scan_vortex_ipc(f"{base}/*/part.vxipc").collect(engine=engine)
+    assert got.to_arrow().cast(exp.schema).equals(exp)
+    got = pl.scan_vortex_ipc(f"{base}/**/*.vxipc", hive_partitioning=True,
+                             include_file_paths="src").filter(pl.col("year") == 2021).collect(
+        engine=engine)
+    assert got["id"].to_list() == [3, 4] and got["src"].str.starts_with("memory://").all()
+    assert pl.scan_vortex_ipc(f"{base}/year=2020/part.vxipc", storage_options={}).filter(
+        pl.col("id") > 0).collect(engine=engine)["id"].to_list() == [1, 2]
+    with pytest.raises(FileNotFoundError, match="nope"):
+        pl.scan_vortex_ipc(f"{base}/nope.vxipc").collect(engine=engine)
