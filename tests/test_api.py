@@ -378,3 +378,14 @@ def test_read_arrow_for_non_struct_streams():
         out = r.read_arrow()
     assert isinstance(out, pa.ChunkedArray) and out.num_chunks == 2
     assert out.to_pylist() == ["a", None, "b"]
+
+
+def test_zero_column_table_keeps_its_row_count_across_messages() -> None:
+    # pyarrow's Table.slice of a zero-column table ignores the end: 5 rows became 2+2+2
+    t = pa.table({"x": [1, 2, 3, 4, 5]}).select([])
+    buf = io.BytesIO()
+    vio.write_ipc(buf, t, chunk_rows=2)
+    data = buf.getvalue()
+    assert [b.num_rows for b in vio.StreamReader(data)] == [2, 2, 1]
+    assert vio.StreamReader(data).read_arrow().num_rows == 5
+    assert vio.scan(data).to_arrow().num_rows == 5
