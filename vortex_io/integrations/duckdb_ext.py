@@ -16,8 +16,10 @@ and on every cursor of it. ``source`` is a path, a glob (``'dir/**/*.vxipc'``), 
 
 How it works (DuckDB's Python package has no public table-function API; see
 ``shared/reference/adapters.md``): ``vortex_ipc`` is a table macro
-``FROM query(__vortex_ipc_resolve(to_json({'source': source, ...})))``. The resolver is a
-Python scalar function that DuckDB evaluates while it plans the query: it expands the source,
+``FROM query(vortex_ipc_needs_vortex_io_register_duckdb(to_json({'source': source, ...})))``.
+The resolver is a Python scalar function that DuckDB evaluates while it plans the query (a
+database file reopened without ``register`` fails naming it: the name says what to do); it
+expands the source,
 reads each file's headers (its DType message and, header by header, the row count of its
 messages: remembered per file version), works out the file-name and hive-partition columns,
 puts a :class:`VortexSource` per dtype among the files in the database's source registry and
@@ -107,7 +109,10 @@ __all__ = [
 SUPPORTED_DUCKDB = ((2, 0, 1), (2, 1, 0))
 #: the table function (a table macro) ``register`` creates
 FUNCTION_NAME = "vortex_ipc"
-_RESOLVER = "__vortex_ipc_resolve"
+#: the resolver's name is what DuckDB shows when a database file that stores the macro is
+#: reopened and vortex_ipc is called before register(): "Scalar Function with name
+#: vortex_ipc_needs_vortex_io_register_duckdb does not exist!"
+_RESOLVER = "vortex_ipc_needs_vortex_io_register_duckdb"
 
 
 def _version_tuple(v: str) -> tuple[int, ...]:
@@ -510,9 +515,7 @@ def _facts(path: str) -> _Facts:
             _FACTS.move_to_end(key)
             return hit
     try:
-        spans = message_spans(path)
-        rows = sum(s.rows for s in spans)
-        with StreamReader(path) as r:
+        with StreamReader(path) as r:  # first: it tells a stream of another format apart
             d = r.dtype
             first = next(iter(r), None)
             arr = None if first is None else first.array
@@ -521,6 +524,8 @@ def _facts(path: str) -> _Facts:
                 dictionary = tuple(n for n in d.names
                                    if isinstance(d.field(n), (dt.Utf8, dt.Binary))
                                    and arr.field(n).encoding == "vortex.dict")
+        spans = message_spans(path)
+        rows = sum(s.rows for s in spans)
     except VortexIPCError as e:
         raise e.locate(source=path) from None
     schema = to_arrow_schema(d)
@@ -630,7 +635,7 @@ def _options(req: dict[str, Any]) -> _Options:
     fn = req.get("filename")
     if fn is None:
         raise ValueError('vortex_ipc: cannot use NULL as argument for "filename"')
-    if isinstance(fn, str) and fn.lower() not in _TRUE | _FALSE:
+    if isinstance(fn, str):  # a string is the column's name, even 'true' (as read_parquet)
         if not fn:
             raise ValueError("vortex_ipc: filename := '' names no column")
         filename: str | None = fn
