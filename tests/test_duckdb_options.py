@@ -393,6 +393,14 @@ def test_limit_stops_reading(con, tmp_path) -> None:
         assert len(rows) == 5
         assert len(SCANS) == 1  # the second and third files were never opened
         assert SCANS[0].stats.chunks < messages / 4, SCANS[0].stats
+    assert not duckdb_ext._STREAMS and not duckdb_ext._OWNED  # every stream was released
+
+
+def test_count_of_partitioned_files_without_columns(con, hive) -> None:
+    for where in ("", " WHERE year = 2023", " WHERE filename LIKE '%month=02%'"):
+        ours, ref = both(con, f"SELECT count(*) FROM READ('{hive}/**/*.EXT', filename := true)"
+                              + where)
+        assert ours == ref and ours[2][0][0] > 0
 
 
 # -- connections, cursors, a database file reopened --------------------------------------------------

@@ -989,7 +989,8 @@ class VortexSource(pads.Dataset, ArrowScanSource):
         expr: Expr | None = None
         keep = range(len(self.paths))
         for f in filters:
-            if _columns_of(f) <= self._virtual.keys():
+            cols = _columns_of(f)
+            if cols and cols <= self._virtual.keys():
                 rows = [{n: v.values[i] for n, v in self._virtual.items()} for i in keep]
                 keep = [i for i, row in zip(keep, rows) if _evaluate(f, row) is True]
             else:
@@ -1007,6 +1008,9 @@ class VortexSource(pads.Dataset, ArrowScanSource):
                            pa.schema([want.field(n) for n in data]))
             pos = {n: j for j, n in enumerate(data)}
             for b in _located(s, [path]):
+                if not names:  # no column at all: the rows alone (a batch keeps its count)
+                    yield b
+                    continue
                 n = b.num_rows
                 cols = [b.column(pos[c]) if c in pos else self._virtual[c].array(i, n)
                         for c in names]
