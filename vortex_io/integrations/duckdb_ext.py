@@ -1203,6 +1203,9 @@ class _Resolver:
             hit = self._recent.get(request)
         if hit is not None and len(hit[0]) == len(facts) and all(
                 a is b for a, b in zip(hit[0], facts)):  # the same versions of the same files
+            with self._lock:  # the most recent: kept (registered) while DuckDB binds it
+                if request in self._recent:
+                    self._recent.move_to_end(request)
             return hit[1]
         virtual = _virtual_columns(paths, list(facts), opts)
         groups: dict[dt.DType, list[int]] = {}
