@@ -491,10 +491,12 @@ def test_register_on_a_fresh_connection_and_cursors(files) -> None:
 def test_planned_sources_are_released(con, files) -> None:
     import gc
 
+    gc.collect()
+    before = set(duckdb_ext._PENDING)  # other tests' failed queries may have left some
     for _ in range(5):
         con.sql(f"SELECT count(*) FROM vortex_ipc('{files['main']}') WHERE s = 'a'").fetchall()
     gc.collect()
-    assert len(duckdb_ext._PENDING) == 0
+    assert set(duckdb_ext._PENDING) <= before
 
 
 def _pin(spec: list[str]) -> str:

@@ -532,3 +532,19 @@ def test_copy_to_and_replacement_scans_are_not_available(con, tmp_path) -> None:
     vio.write_ipc(tmp_path / "o.vxipc", con.sql(f"SELECT x * 2 AS y FROM vortex_ipc('{p}')"))
     assert con.sql(f"SELECT sum(y) FROM vortex_ipc('{tmp_path}/o.vxipc')").fetchall() == [(12,)]
     assert os.path.getsize(tmp_path / "o.vxipc") > 0
+
+
+def test_url_sources(con: Any) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    for i in range(2):
+        with fsspec.open(f"memory://duck-urls/p{i}.vxipc", "wb") as f:
+            vio.write_ipc(f, pa.table({"x": [i, i + 10]}))
+    assert con.sql("SELECT * FROM vortex_ipc('memory://duck-urls/p0.vxipc')").fetchall() == [
+        (0,), (10,)]
+    got = con.sql("SELECT x, filename FROM vortex_ipc('memory://duck-urls/*.vxipc', "
+                  "filename := true) WHERE x > 5 ORDER BY x").fetchall()
+    assert got == [(10, "memory:///duck-urls/p0.vxipc"), (11, "memory:///duck-urls/p1.vxipc")]
+    plan = con.sql("EXPLAIN SELECT * FROM vortex_ipc('memory://duck-urls/*.vxipc')").fetchall()
+    assert "~4 rows" in plan[0][1]
+    with pytest.raises(duckdb.Error, match="nope"):
+        con.sql("SELECT * FROM vortex_ipc('memory://duck-urls/nope.vxipc')").fetchall()

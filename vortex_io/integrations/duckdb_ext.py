@@ -89,12 +89,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from .. import _fs
 from .. import dtype as dt
 from ..arrow import string_view_output, to_arrow_schema
 from ..compute.expr import Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from ..errors import VortexIPCError
 from ..ipc import StreamReader
-from ..scan import Scan, message_spans, scan
+from ..scan import Scan, expand_sources, message_spans, scan
 
 __all__ = [
     "FUNCTION_NAME",
@@ -468,6 +469,11 @@ def _expand(source: Any) -> list[str]:
         if not isinstance(it, str):
             raise TypeError(f"vortex_ipc: a source is a path, a glob or a list of paths, "
                             f"not {it!r}")
+        if _fs.is_url(it) and not _fs.is_file_url(it):
+            # a URL (any fsspec protocol): its globs expanded by its file system
+            found = expand_sources(it) if _fs.has_glob(it) else [it]
+            out.extend(found)
+            continue
         if os.path.isfile(it):
             out.append(it)
             continue
@@ -503,17 +509,22 @@ _FACTS_LOCK = threading.Lock()
 
 
 def _facts(path: str) -> _Facts:
-    """The header facts of ``path`` as it is now (remembered per file version)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"vortex_ipc: no such file: {path!r}") from None
-    key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    with _FACTS_LOCK:
-        hit = _FACTS.get(key)
-        if hit is not None:
-            _FACTS.move_to_end(key)
-            return hit
+    """The header facts of ``path`` as it is now (remembered per file version; a URL's are
+    read afresh at every planning)."""
+    key: tuple[Any, ...] | None = None
+    size = 0
+    if not _fs.is_url(path):
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"vortex_ipc: no such file: {path!r}") from None
+        key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        size = st.st_size
+        with _FACTS_LOCK:
+            hit = _FACTS.get(key)
+            if hit is not None:
+                _FACTS.move_to_end(key)
+                return hit
     try:
         with StreamReader(path) as r:  # first: it tells a stream of another format apart
             d = r.dtype
@@ -539,7 +550,10 @@ def _facts(path: str) -> _Facts:
         [f.with_type(pa.dictionary(pa.int32(), pa.string() if pa.types.is_string_view(f.type)
                                    else pa.binary()))
          if f.name in dictionary else f for f in sv])
-    out = _Facts(d, schema, stream_schema, dictionary, rows, len(spans), st.st_size)
+    if key is None:
+        size = spans[-1].offset + spans[-1].size if spans else 0
+        return _Facts(d, schema, stream_schema, dictionary, rows, len(spans), size)
+    out = _Facts(d, schema, stream_schema, dictionary, rows, len(spans), size)
     with _FACTS_LOCK:
         _FACTS[key] = out
         while len(_FACTS) > _FACTS_MAX:
@@ -1044,7 +1058,7 @@ SMALL_FILE = 1 << 20
 def _small(path: str, size: int) -> str | io.BytesIO:
     """``path``, or its bytes when it is small (as a file object: a scan of one reads its
     DType message once)."""
-    if size > SMALL_FILE:
+    if size > SMALL_FILE or _fs.is_url(path):
         return path
     with open(path, "rb") as f:
         return io.BytesIO(f.read())
