@@ -269,3 +269,12 @@ def test_url_sources(engine: str) -> None:
         pl.col("id") > 0).collect(engine=engine)["id"].to_list() == [1, 2]
     with pytest.raises(FileNotFoundError, match="nope"):
         pl.scan_vortex_ipc(f"{base}/nope.vxipc").collect(engine=engine)
+
+
+def test_home_directory_in_paths(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tree))
+    for src in ("~/flat/vxipc/x1.vxipc", "~/flat/vxipc/x*.vxipc", ["~/flat/vxipc/x1.vxipc"]):
+        got = pl.scan_vortex_ipc(src).collect()
+        exp = pl.scan_parquet(src.replace("vxipc", "parquet") if isinstance(src, str)
+                              else [s.replace("vxipc", "parquet") for s in src]).collect()
+        assert_frame_equal(got, exp)

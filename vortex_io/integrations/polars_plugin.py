@@ -121,6 +121,9 @@ class _Sources:
     def __init__(self, source: Any, glob: bool, hidden_file_prefix: Any,
                  storage_options: dict[str, Any] | None) -> None:
         raw = list(source) if isinstance(source, (list, tuple)) else [source]
+        # local paths as scan_parquet normalizes them: "~" is the home directory
+        raw = [os.path.expanduser(os.fspath(s)) if isinstance(s, (str, os.PathLike))
+               and not _is_url(os.fspath(s)) else s for s in raw]
         if not raw:
             raise ValueError("scan_vortex_ipc() needs at least one source")
         self.glob = glob
