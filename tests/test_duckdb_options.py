@@ -548,3 +548,16 @@ def test_url_sources(con: Any) -> None:
     assert "~4 rows" in plan[0][1]
     with pytest.raises(duckdb.Error, match="nope"):
         con.sql("SELECT * FROM vortex_ipc('memory://duck-urls/nope.vxipc')").fetchall()
+
+
+def test_home_directory_in_paths(con: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                 ) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    t = pa.table({"x": [1, 2]})
+    vio.write_ipc(tmp_path / "h.vxipc", t)
+    pq.write_table(t, tmp_path / "h.parquet")
+    for name in ("~/h.{}", "~/h*.{}"):
+        q = "SELECT x, filename FROM {}('" + name + "', filename := true) ORDER BY x"
+        got = con.sql(q.format("vortex_ipc", "vxipc")).fetchall()
+        exp = con.sql(q.format("read_parquet", "parquet")).fetchall()
+        assert [(x, f.replace(".vxipc", ".parquet")) for x, f in got] == exp

@@ -474,6 +474,7 @@ def _expand(source: Any) -> list[str]:
             found = expand_sources(it) if _fs.has_glob(it) else [it]
             out.extend(found)
             continue
+        it = os.path.expanduser(it)  # "~" is the home directory, as read_parquet has it
         if os.path.isfile(it):
             out.append(it)
             continue
