@@ -22,6 +22,7 @@ from __future__ import annotations
 import glob as _glob
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -414,7 +415,8 @@ class Scan:
     """An iterable of ``pyarrow.RecordBatch`` over the matching rows, in stream order.
 
     Create with ``vortex_io.scan(...)``. ``schema`` is known before reading data (it reads
-    the first source's DType message). Iterating twice re-reads the sources.
+    the first source's DType message, and the first iteration goes on from there: a source
+    is opened once). Iterating twice re-reads the sources.
     """
 
     def __init__(self, source: Any, *, columns: Sequence[str] | None = None,
@@ -469,6 +471,7 @@ class Scan:
         #: the first source's reader, kept open when that source cannot be read twice (a
         #: file object, socket or pipe: reading its DType message consumed it)
         self._first_reader: StreamReader | None = None
+        self._first_closer: weakref.finalize | None = None
         self._pinned: dict[str, Any] | None = None  # see _pinned_values
         self._native: Any = None  # see _native_plan
         self.threads = threads
@@ -479,10 +482,11 @@ class Scan:
         if self._dtype is None:
             src = self.sources[0]
             r = self._open(src)
-            if _rereadable(src):
-                r.close()
-            else:
-                self._first_reader = r
+            # kept for the first iteration: a source is opened once (a URL costs one request
+            # less); a file object, socket or pipe must be, its DType message is consumed.
+            # A scan dropped before it is iterated closes it.
+            self._first_reader = r
+            self._first_closer = weakref.finalize(self, r.close)
             self._set_dtype(r)
         return self._dtype  # type: ignore[return-value]
 
@@ -545,6 +549,8 @@ class Scan:
                 return
             if self._first_reader is not None and src is self.sources[0]:
                 reader, self._first_reader = self._first_reader, None
+                if self._first_closer is not None:  # closed below, as every reader is
+                    self._first_closer.detach()
             else:
                 reader = self._open(src)
             # fields are built on first use: pruned batches and unprojected columns never
