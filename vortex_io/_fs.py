@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["is_url", "is_file_url", "file_url_path", "check_storage_options", "open_url",
+__all__ = ["is_url", "is_file_url", "is_remote", "local_path", "file_url_path", "check_storage_options", "open_url",
            "has_glob", "glob_url", "RangedReads", "FIRST_READ", "MAX_READ", "SPAN_READ"]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
@@ -47,6 +47,16 @@ def is_url(source: Any) -> bool:
 def is_file_url(source: Any) -> bool:
     """Whether ``source`` is a ``file://`` URL (read as the local path it names)."""
     return is_url(source) and source[:7].lower() == "file://"
+
+
+def is_remote(source: Any) -> bool:
+    """Whether ``source`` is a URL read through fsspec (any but ``file://``)."""
+    return is_url(source) and not is_file_url(source)
+
+
+def local_path(path: str) -> str:
+    """``path``, or the local path a ``file://`` URL names."""
+    return file_url_path(path) if is_file_url(path) else path
 
 
 def file_url_path(url: str) -> str:
@@ -137,8 +147,9 @@ def size_of(f: Any, url: str) -> int:
 
 
 def has_glob(url: str) -> bool:
-    """Whether the URL is a glob pattern: ``*``, ``?`` or ``[`` in it (for ``http(s)://``
-    only ``*`` before the query string: ``?`` starts the query, ``[`` an IPv6 host)."""
+    """Whether the path or URL is a glob pattern: ``*``, ``?`` or ``[`` in it (for
+    ``http(s)://`` only ``*`` before the query string: ``?`` starts the query, ``[`` an
+    IPv6 host)."""
     if url[:5].lower() == "http:" or url[:6].lower() == "https:":
         return "*" in url.split("?", 1)[0]
     return any(ch in url for ch in "*?[")

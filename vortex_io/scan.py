@@ -148,7 +148,7 @@ def message_spans(source: Any, *, limits: ReaderLimits | None = None,
     """
     lim = limits or DEFAULT_LIMITS
     storage_options = _fs.check_storage_options("message_spans", storage_options)
-    if _fs.is_url(source) and not _fs.is_file_url(source):
+    if _fs.is_remote(source):
         with _fs.open_url(source, storage_options) as f:
             ranged = _fs.RangedReads(f, _fs.size_of(f, source))
             try:
@@ -159,8 +159,7 @@ def message_spans(source: Any, *, limits: ReaderLimits | None = None,
         _fs.no_url_options("message_spans", storage_options)
     if isinstance(source, (str, os.PathLike)):
         name = os.fspath(source)
-        path = _fs.file_url_path(name) if _fs.is_file_url(name) else name
-        with open(path, "rb") as f:
+        with open(_fs.local_path(name), "rb") as f:
             size = os.fstat(f.fileno()).st_size
 
             def read(pos: int, n: int) -> bytes:
@@ -292,10 +291,6 @@ def _range_of(group: Sequence[MessageSpan]) -> MessageRange:
                         rows=sum(s.rows for s in group), size=sum(s.size for s in group))
 
 
-def _is_glob(s: str) -> bool:
-    return any(ch in s for ch in "*?[")
-
-
 def expand_sources(source: Any, *, storage_options: dict[str, Any] | None = None
                    ) -> list[Any]:
     """A list of sources: a list/tuple as given, a glob pattern expanded (sorted), or one
@@ -318,11 +313,11 @@ def expand_sources(source: Any, *, storage_options: dict[str, Any] | None = None
         for s in source:
             out.extend(expand_sources(s, storage_options=storage_options))
         return out
-    if _fs.is_url(source) and not _fs.is_file_url(source):
+    if _fs.is_remote(source):
         return _fs.glob_url(source, storage_options) if _fs.has_glob(source) else [source]
-    if _fs.is_file_url(source) and _is_glob(source):
+    if _fs.is_file_url(source) and _fs.has_glob(source):
         source = _fs.file_url_path(source)
-    if isinstance(source, (str, os.PathLike)) and _is_glob(os.fspath(source)) \
+    if isinstance(source, (str, os.PathLike)) and _fs.has_glob(os.fspath(source)) \
             and not os.path.exists(source):  # a file named br[1].vxipc is that file
         matches = sorted(_glob.glob(os.fspath(source)))
         if not matches:

@@ -469,7 +469,7 @@ def _expand(source: Any) -> list[str]:
         if not isinstance(it, str):
             raise TypeError(f"vortex_ipc: a source is a path, a glob or a list of paths, "
                             f"not {it!r}")
-        if _fs.is_url(it) and not _fs.is_file_url(it):
+        if _fs.is_remote(it):
             # a URL (any fsspec protocol): its globs expanded by its file system
             found = expand_sources(it) if _fs.has_glob(it) else [it]
             out.extend(found)

@@ -75,6 +75,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 import vortex_io as vio
+from vortex_io import _fs
 from vortex_io.compute import check_expr
 from vortex_io.compute.expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from vortex_io.errors import VortexIPCError
@@ -97,15 +98,6 @@ _POLARS_SPEC = ">=2.1,<2.2"
 # -- sources --------------------------------------------------------------------------------
 
 
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
-_GLOB = re.compile(r"[*?\[]")
-
-
-def _is_url(s: str) -> bool:
-    """A URL fsspec opens (``file://`` is a local path: Polars expands it)."""
-    return bool(_URL.match(s)) and not s.startswith("file://")
-
-
 class _Sources:
     """The sources of one scan and the strings Polars sees for them.
 
@@ -123,7 +115,7 @@ class _Sources:
         raw = list(source) if isinstance(source, (list, tuple)) else [source]
         # local paths as scan_parquet normalizes them: "~" is the home directory
         raw = [os.path.expanduser(os.fspath(s)) if isinstance(s, (str, os.PathLike))
-               and not _is_url(os.fspath(s)) else s for s in raw]
+               and not _fs.is_remote(os.fspath(s)) else s for s in raw]
         if not raw:
             raise ValueError("scan_vortex_ipc() needs at least one source")
         self.glob = glob
@@ -133,7 +125,7 @@ class _Sources:
         self._items: dict[str, Any] = {}  # key -> bytes or file object (in-memory sources)
         self._lock = threading.Lock()
         self._expanded: list[str] | None = None
-        self.local = all(isinstance(s, (str, os.PathLike)) and not _is_url(os.fspath(s))
+        self.local = all(isinstance(s, (str, os.PathLike)) and not _fs.is_remote(os.fspath(s))
                          for s in raw)
         for i, item in enumerate(raw):
             if isinstance(item, (str, os.PathLike)):
@@ -151,7 +143,7 @@ class _Sources:
         """Whether the scan is of one local directory."""
         raw = self._raw
         return len(raw) == 1 and isinstance(raw[0], (str, os.PathLike)) \
-            and not _is_url(os.fspath(raw[0])) and os.path.isdir(raw[0])
+            and not _fs.is_remote(os.fspath(raw[0])) and os.path.isdir(raw[0])
 
     def polars_sources(self) -> list[str]:
         """What Polars is given: the local paths as they are (Polars expands them), else
@@ -175,12 +167,12 @@ class _Sources:
                 out.append(next(keys))
                 continue
             s = os.fspath(item)
-            if _is_url(s):
-                if self.glob and _GLOB.search(s):
+            if _fs.is_remote(s):
+                if self.glob and _fs.has_glob(s):
                     out.extend(_expand_url(s, self.storage_options))
                 else:
                     out.append(s)
-            elif not os.path.isdir(s) and not (self.glob and _GLOB.search(s)):
+            elif self._literal(s):
                 out.append(s)  # a file, or a missing one (opening it names it)
             else:
                 from polars.io._expand_paths import _expand_paths
@@ -192,11 +184,15 @@ class _Sources:
                 out.extend(paths)
         return out
 
+    def _literal(self, path: str) -> bool:
+        """Whether the local ``path`` names one file (or none), not a pattern or directory."""
+        return not (self.glob and _fs.has_glob(path)) and not os.path.isdir(path)
+
     def first(self) -> str:
         """The first source (its header is the scan's schema)."""
         if self.local and len(self._raw) == 1:
             s = os.fspath(self._raw[0])
-            if not (self.glob and _GLOB.search(s)) and not os.path.isdir(s):
+            if self._literal(s):
                 return s
         exp = self.expanded()
         if not exp:
@@ -563,7 +559,7 @@ class _Spec:
         (a query planned again on an unchanged file does not read its header again)."""
         src = self.sources.get(key)
         ck = None
-        if isinstance(src, str) and not _is_url(src):
+        if isinstance(src, str) and not _fs.is_remote(src):
             try:
                 st = os.stat(src)
                 ck = (src, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, self.limits)
@@ -626,7 +622,7 @@ class _Spec:
 
     def open(self, key: str | bytes, **kw: Any) -> vio.Scan:
         src = self.sources.get(key)
-        if self.sources.storage_options is not None and isinstance(src, str) and _is_url(src):
+        if self.sources.storage_options is not None and isinstance(src, str) and _fs.is_remote(src):
             kw["storage_options"] = self.sources.storage_options
         try:
             return vio.scan(src, limits=self.limits, **kw)

@@ -319,7 +319,7 @@ class _Source:
         self.remote = False
         self._read = _fs.FIRST_READ
         self._owned: list[Any] = []
-        if _fs.is_url(source) and not _fs.is_file_url(source):
+        if _fs.is_remote(source):
             self.name = source
             self.file = _fs.open_url(source, storage_options)
             self._owned.append(self.file)
@@ -329,8 +329,7 @@ class _Source:
             _fs.no_url_options("StreamReader", storage_options)
         if isinstance(source, (str, os.PathLike)):
             self.name = os.fspath(source)
-            path = _fs.file_url_path(self.name) if _fs.is_file_url(self.name) else self.name
-            f = open(path, "rb")
+            f = open(_fs.local_path(self.name), "rb")
             self._owned.append(f)
             st = os.fstat(f.fileno())
             size = st.st_size
