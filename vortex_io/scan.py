@@ -463,8 +463,7 @@ class Scan:
         self._dtype: dt.DType | None = None
         self._metadata: Any = None  # the first source's stream metadata
         self._schema: Any = None
-        #: the first source's reader, kept open when that source cannot be read twice (a
-        #: file object, socket or pipe: reading its DType message consumed it)
+        #: the reader that read the first source's DType message, for the first iteration
         self._first_reader: StreamReader | None = None
         self._first_closer: weakref.finalize | None = None
         self._pinned: dict[str, Any] | None = None  # see _pinned_values
@@ -914,12 +913,6 @@ class Scan:
                 f"{html.escape(str(self.columns or 'all'))}<br>filter: "
                 f"<code>{html.escape(repr(self.filter))}</code><br>stats: "
                 f"{html.escape(str(self.stats.as_dict()))}")
-
-
-def _rereadable(src: Any) -> bool:
-    """Whether opening ``src`` again reads it from the start (paths and bytes-like
-    objects; not file objects, sockets or pipes)."""
-    return isinstance(src, (str, os.PathLike, bytes, bytearray, memoryview))
 
 
 def _one_shot_paths(sources: list[Any]) -> list[Any]:
