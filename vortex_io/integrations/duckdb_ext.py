@@ -364,32 +364,35 @@ _STREAM_IDS = itertools.count(1)
 _OWNED: dict[int, _CStream] = {}
 
 
-@_GetSchema
-def _stream_get_schema(stream: Any, out: int) -> int:
+def _stream_call(stream: Any, fill: Callable[[_StreamState], None]) -> int:
+    """A C stream callback's result: 0 once ``fill`` has run on the stream's state, else
+    the errno (an exception's text is kept for get_last_error)."""
     state = _STREAMS.get(stream.contents.private_data)
     if state is None:
         return _EINVAL
     try:
-        state.schema._export_to_c(out)
+        fill(state)
     except BaseException as e:  # reported through get_last_error
         return state.fail(e)
     return 0
+
+
+@_GetSchema
+def _stream_get_schema(stream: Any, out: int) -> int:
+    return _stream_call(stream, lambda state: state.schema._export_to_c(out))
+
+
+def _next_into(state: _StreamState, out: int) -> None:
+    batch = next(state.batches, None)
+    if batch is None:
+        ctypes.memset(out, 0, _ARROW_ARRAY_SIZE)  # release == NULL: the end of the stream
+    else:
+        batch._export_to_c(out)
 
 
 @_GetNext
 def _stream_get_next(stream: Any, out: int) -> int:
-    state = _STREAMS.get(stream.contents.private_data)
-    if state is None:
-        return _EINVAL
-    try:
-        batch = next(state.batches, None)
-        if batch is None:
-            ctypes.memset(out, 0, _ARROW_ARRAY_SIZE)  # release == NULL: the end of the stream
-        else:
-            batch._export_to_c(out)
-    except BaseException as e:  # reported through get_last_error
-        return state.fail(e)
-    return 0
+    return _stream_call(stream, lambda state: _next_into(state, out))
 
 
 @_GetLastError
