@@ -96,6 +96,7 @@ from ..compute.expr import Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from ..errors import VortexIPCError
 from ..ipc import StreamReader
 from ..scan import Scan, expand_sources, message_spans, scan
+from ._versions import FileVersions
 
 __all__ = [
     "FUNCTION_NAME",
@@ -506,29 +507,21 @@ class _Facts:
     size: int  # its bytes
 
 
-#: (path, device, inode, size, mtime) -> its _Facts; the resolver runs at every planning
-_FACTS: OrderedDict[tuple[Any, ...], _Facts] = OrderedDict()
-_FACTS_MAX = 4096
-_FACTS_LOCK = threading.Lock()
+#: the _Facts of each local file version; the resolver runs at every planning
+_FACTS = FileVersions(maxsize=4096)
 
 
 def _facts(path: str) -> _Facts:
     """The header facts of ``path`` as it is now (remembered per file version; a URL's are
     read afresh at every planning)."""
     key: tuple[Any, ...] | None = None
-    size = 0
     if not _fs.is_url(path):
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"vortex_ipc: no such file: {path!r}") from None
-        key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        size = st.st_size
-        with _FACTS_LOCK:
-            hit = _FACTS.get(key)
-            if hit is not None:
-                _FACTS.move_to_end(key)
-                return hit
+        key = _FACTS.key(path)
+        if key is None:
+            raise FileNotFoundError(f"vortex_ipc: no such file: {path!r}")
+        hit = _FACTS.get(key)
+        if hit is not None:
+            return hit
     try:
         with StreamReader(path) as r:  # first: it tells a stream of another format apart
             d = r.dtype
@@ -554,14 +547,13 @@ def _facts(path: str) -> _Facts:
         [f.with_type(pa.dictionary(pa.int32(), pa.string() if pa.types.is_string_view(f.type)
                                    else pa.binary()))
          if f.name in dictionary else f for f in sv])
-    if key is None:
+    if key is None:  # a URL: its stream's end
         size = spans[-1].offset + spans[-1].size if spans else 0
-        return _Facts(d, schema, stream_schema, dictionary, rows, len(spans), size)
+    else:
+        size = FileVersions.size(key)
     out = _Facts(d, schema, stream_schema, dictionary, rows, len(spans), size)
-    with _FACTS_LOCK:
-        _FACTS[key] = out
-        while len(_FACTS) > _FACTS_MAX:
-            _FACTS.popitem(last=False)
+    if key is not None:
+        _FACTS.put(key, out)
     return out
 
 
@@ -725,6 +717,7 @@ def _raw_partitions(path: str) -> dict[str, str]:
 #: tuple(paths) -> DuckDB's hive columns of those paths (see _detect_hive)
 _HIVE_CACHE: OrderedDict[tuple[str, ...], list[tuple[str, str, pa.DataType, list[Any]]] | None] = \
     OrderedDict()
+_HIVE_LOCK = threading.Lock()
 
 
 def _detect_hive(paths: Sequence[str]) -> list[tuple[str, str, pa.DataType, list[Any]]] | None:
@@ -734,7 +727,7 @@ def _detect_hive(paths: Sequence[str]) -> list[tuple[str, str, pa.DataType, list
     ``content`` is not selected), so detection, type inference,
     URL-decoding and ``__HIVE_DEFAULT_PARTITION__`` are read_parquet's own."""
     key = tuple(paths)
-    with _FACTS_LOCK:
+    with _HIVE_LOCK:
         if key in _HIVE_CACHE:
             return _HIVE_CACHE[key]
     t = _helper_query("SELECT * EXCLUDE (content, size, last_modified) "
@@ -744,7 +737,7 @@ def _detect_hive(paths: Sequence[str]) -> list[tuple[str, str, pa.DataType, list
         engines = _engine_types(t.schema)
         out = [(name, engines[j], t.schema.field(j).type, t.column(j).to_pylist())
                for j, name in enumerate(t.column_names) if j > 0]
-    with _FACTS_LOCK:
+    with _HIVE_LOCK:
         _HIVE_CACHE[key] = out
         while len(_HIVE_CACHE) > 64:
             _HIVE_CACHE.popitem(last=False)

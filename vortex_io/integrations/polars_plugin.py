@@ -69,7 +69,6 @@ import operator
 import os
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
@@ -79,6 +78,7 @@ from vortex_io import _fs
 from vortex_io.compute import check_expr
 from vortex_io.compute.expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from vortex_io.errors import VortexIPCError
+from vortex_io.integrations._versions import FileVersions
 
 if TYPE_CHECKING:
     import polars as pl
@@ -508,10 +508,8 @@ def translate_predicate(filters: Sequence[pl.Expr], arrow_schema: pa.Schema,
 # -- the scan -------------------------------------------------------------------------------
 
 
-#: (path, st_dev, st_ino, size, mtime_ns, limits) -> (dtype, Arrow schema), least recent first
-_HEADERS: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
-_HEADERS_LOCK = threading.Lock()
-_HEADERS_MAX = 1024
+#: (dtype, Arrow schema) of each local file version (and ReaderLimits) a scan planned
+_HEADERS = FileVersions(maxsize=1024)
 
 
 class _Spec:
@@ -558,27 +556,16 @@ class _Spec:
         are kept process-wide while its identity, size and modification time stay the same
         (a query planned again on an unchanged file does not read its header again)."""
         src = self.sources.get(key)
-        ck = None
-        if isinstance(src, str) and not _fs.is_remote(src):
-            try:
-                st = os.stat(src)
-                ck = (src, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, self.limits)
-                hash(ck)
-            except (OSError, TypeError):
-                ck = None  # missing (opening names it) or unhashable limits: no cache
-        if ck is not None:
-            with _HEADERS_LOCK:
-                hit = _HEADERS.get(ck)
-                if hit is not None:
-                    _HEADERS.move_to_end(ck)
-                    return hit
+        # missing (opening names it), a URL or unhashable limits: not kept
+        ck = _HEADERS.key(src, self.limits) if isinstance(src, str) \
+            and not _fs.is_remote(src) else None
+        hit = None if ck is None else _HEADERS.get(ck)
+        if hit is not None:
+            return hit
         s = self.open(key)
         out = (s.dtype, s.schema)
         if ck is not None:
-            with _HEADERS_LOCK:
-                _HEADERS[ck] = out
-                while len(_HEADERS) > _HEADERS_MAX:
-                    _HEADERS.popitem(last=False)
+            _HEADERS.put(ck, out)
         return out
 
     def file_columns(self) -> Any:
