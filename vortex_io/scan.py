@@ -150,9 +150,9 @@ def message_spans(source: Any, *, limits: ReaderLimits | None = None,
     storage_options = _fs.check_storage_options("message_spans", storage_options)
     if _fs.is_remote(source):
         with _fs.open_url(source, storage_options) as f:
-            ranged = _fs.RangedReads(f, _fs.size_of(f, source))
+            size = _fs.size_of(f, source)
             try:
-                return _spans(ranged.read, ranged._size, lim)
+                return _spans(_fs.RangedReads(f, size).read, size, lim)
             except VortexIPCError as e:
                 raise e.locate(source=source) from None
     if not _fs.is_url(source):
