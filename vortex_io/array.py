@@ -19,8 +19,8 @@ Encodings are registered by ID in a registry that users extend with
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 EMPTY_BUFFER = np.zeros(0, dtype=np.uint8)
+
+_T = TypeVar("_T")
+_NO_META: Any = object()  # Array(meta=...) not given: parsed from the bytes when first used
 
 #: a list-like sink receiving the byte size of every canonicalization (scan statistics)
 DECODE_METER: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
@@ -122,6 +125,11 @@ class Array:
 
     Build arrays with ``vortex_io.array(obj)`` (from Arrow, numpy or Python lists) or read
     them from a stream. ``encoding`` is the wire ID; ``to_arrow()`` decodes.
+
+    An encoding's constructor functions build nodes with ``Array(encoding, dtype, length,
+    metadata=raw, buffers=..., children=..., meta=parsed)``: ``meta`` is the typed form of
+    the ``metadata`` bytes (what ``Encoding.parse_metadata`` would return), given when the
+    builder has it so it is never parsed back; without it ``array.meta`` parses on first use.
     """
 
     __slots__ = (
@@ -146,6 +154,7 @@ class Array:
         buffers: Sequence[np.ndarray] = (),
         children: Sequence[Array] = (),
         stats: ArrayStats | None = None,
+        meta: Any = _NO_META,
     ) -> None:
         self._enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
         self.dtype = dtype
@@ -155,7 +164,7 @@ class Array:
         self.children = (children if type(children) is tuple or type(children) is LazyChildren
                          else tuple(children))
         self._stats = stats
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, Any] = {} if meta is _NO_META else {"meta": meta}
 
     # -- identity --------------------------------------------------------------------
     @property
@@ -184,6 +193,36 @@ class Array:
             m = self._enc.parse_metadata(self.metadata, self.dtype, self._len)
             self._cache["meta"] = m
             return m
+
+    @property
+    def limits(self) -> ReaderLimits:
+        """The ``ReaderLimits`` this node was read under (``DEFAULT_LIMITS`` for a node built
+        in memory); decoders check what they materialize against them."""
+        return self._cache.get("limits", DEFAULT_LIMITS)
+
+    def memo(self, key: str, compute: Callable[[], _T]) -> _T:
+        """A value derived from this node, computed once: ``compute()`` on the first call
+        for ``key``, the same object afterwards. Encodings keep what their ``validate``
+        checked (typed offsets, a parsed fill value...) here rather than derive it again in
+        every kernel. Keys are per node; ``"meta"``, ``"canonical"`` and ``"limits"`` are
+        the core's.
+
+        >>> import vortex_io as vio
+        >>> a = vio.array([1, 2, 3])
+        >>> a.memo("total", lambda: sum(a.to_pylist())), a.memo("total", lambda: 0)
+        (6, 6)
+        """
+        try:
+            return self._cache[key]
+        except KeyError:
+            v = self._cache[key] = compute()
+            return v
+
+    @property
+    def cached_canonical(self) -> Array | None:
+        """The canonical array if this node was decoded already (by ``canonical()``), else
+        None: kernels use it to skip work that decoding made moot."""
+        return self if self._enc.canonical else self._cache.get("canonical")
 
     @property
     def stats(self) -> ArrayStats:
@@ -433,8 +472,9 @@ class Encoding:
         children = (LazyChildren(parts, specs) if parts.lazy
                     else [parts.child(i, d, n) for i, (d, n) in enumerate(specs)])
         arr = Array(self, dtype, length, metadata=parts.metadata, buffers=parts.buffers,
-                    children=children, stats=parts.stats)
-        arr._cache["meta"] = meta
+                    children=children, stats=parts.stats, meta=meta)
+        if parts.limits is not DEFAULT_LIMITS:  # what later decodes check expansions against
+            arr._cache["limits"] = parts.limits
         self.validate(arr, parts.limits)
         return arr
 

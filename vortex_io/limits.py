@@ -71,5 +71,4 @@ DEFAULT_LIMITS = ReaderLimits()
 
 def limits_of(arr: object) -> ReaderLimits:
     """The limits an array was read with (``DEFAULT_LIMITS`` for arrays built in memory)."""
-    cache = getattr(arr, "_cache", None)
-    return cache.get("limits", DEFAULT_LIMITS) if cache else DEFAULT_LIMITS
+    return getattr(arr, "limits", DEFAULT_LIMITS)

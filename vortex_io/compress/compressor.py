@@ -1261,11 +1261,8 @@ _KEEP_CASCADE = frozenset({"vortex.primitive", "vortex.bool", "vortex.varbin", "
 
 
 def _with_children(r: Array, kids: list[Array]) -> Array:
-    out = Array(r.vtable, r.dtype, len(r), metadata=r.metadata, buffers=r.buffers,
-                children=kids, stats=r._stats)
-    if "meta" in r._cache:
-        out._cache["meta"] = r._cache["meta"]
-    return out
+    return Array(r.vtable, r.dtype, len(r), metadata=r.metadata, buffers=r.buffers,
+                 children=kids, stats=r._stats, meta=r.meta)
 
 
 def compress_array(array: Array, options: CompressOptions | None = None, *,

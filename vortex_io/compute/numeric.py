@@ -225,9 +225,7 @@ def is_sorted(idx: np.ndarray) -> bool:
 def decoded(a: Array) -> Array:
     """``a`` decoded to a canonical array as kernel scratch: not cached on ``a`` and not
     counted as canonicalized by a scan (an already cached canonical form is reused)."""
-    if a.is_canonical:
-        return a
-    c = a._cache.get("canonical")
+    c = a.cached_canonical
     return c if c is not None else a.vtable.canonicalize(a)
 
 

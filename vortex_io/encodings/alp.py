@@ -351,8 +351,7 @@ def alp_array(encoded: Array, e: int, f: int,
     d = dtype if dtype is not None else dt.Primitive(fp, encoded.dtype.nullable)
     pm, kids = (None, []) if patches is None else (patches[0], list(patches[1]))
     meta = ALPMeta(e, f, pm)
-    a = Array(ALP, d, len(encoded), metadata=meta.encode(), children=[encoded, *kids])
-    a._cache["meta"] = meta
+    a = Array(ALP, d, len(encoded), metadata=meta.encode(), children=[encoded, *kids], meta=meta)
     return a
 
 

@@ -176,8 +176,7 @@ def alprd_array(left: Array, right: Array, right_bit_width: int, dictionary: Any
     pm, kids = (None, []) if patches is None else (patches[0], list(patches[1]))
     meta = ALPRDMeta(int(right_bit_width), tuple(int(x) for x in dictionary),
                      left.dtype.ptype, pm)  # type: ignore[attr-defined]
-    a = Array(ALPRD, d, len(left), metadata=meta.encode(), children=[left, right, *kids])
-    a._cache["meta"] = meta
+    a = Array(ALPRD, d, len(left), metadata=meta.encode(), children=[left, right, *kids], meta=meta)
     return a
 
 

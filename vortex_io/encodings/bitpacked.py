@@ -188,8 +188,7 @@ class BitPackedEncoding(Encoding):
             kids.append(v.slice(start, stop))
         meta = BitPackedMeta(b, new_off, pm)
         out = Array(self, arr.dtype, stop - start, metadata=meta.encode(), buffers=[packed],
-                    children=kids)
-        out._cache["meta"] = meta
+                    children=kids, meta=meta)
         return out
 
     # -- compute kernels: the bit width bounds the packed values -------------------------
@@ -390,8 +389,8 @@ def bitpacked_array(words: np.ndarray, dtype: dt.Primitive, length: int, bit_wid
         kids.append(validity)
     meta = BitPackedMeta(bit_width, offset, pmeta)
     a = Array(BITPACKED, dtype, length, metadata=meta.encode(),
-              buffers=[np.ascontiguousarray(words).reshape(-1).view(np.uint8)], children=kids)
-    a._cache["meta"] = meta
+              buffers=[np.ascontiguousarray(words).reshape(-1).view(np.uint8)], children=kids,
+              meta=meta)
     return a
 
 

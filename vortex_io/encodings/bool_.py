@@ -96,8 +96,7 @@ def bool_array_from_bits(bits: np.ndarray, offset: int, n: int, validity: Array 
                          nullable: bool = False) -> Array:
     meta = ProtoWriter().varint(1, offset).finish()
     a = Array(BOOL, dt.Bool(nullable or validity is not None), n, metadata=meta, buffers=[bits],
-              children=[validity] if validity is not None else [])
-    a._cache["meta"] = offset
+              children=[validity] if validity is not None else [], meta=offset)
     return a
 
 

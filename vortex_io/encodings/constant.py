@@ -79,8 +79,7 @@ class ConstantEncoding(Encoding):
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         a = Array(self, arr.dtype, stop - start, buffers=arr.buffers)
-        if "value" in arr._cache:
-            a._cache["value"] = arr._cache["value"]
+        a.memo("value", lambda: constant_value(arr))
         return a
 
     # -- compute kernels -------------------------------------------------------------
@@ -92,7 +91,7 @@ class ConstantEncoding(Encoding):
     def _one(self, arr: Array) -> Array:
         """The value as a one-row canonical array (kernel scratch)."""
         one = Array(self, arr.dtype, 1, buffers=arr.buffers)
-        one._cache["value"] = constant_value(arr)
+        one.memo("value", lambda: constant_value(arr))
         return self.canonicalize(one)
 
     def _broadcast(self, arr: Array, res: Any) -> Any:
@@ -120,8 +119,7 @@ class ConstantEncoding(Encoding):
 
     def take(self, arr: Array, indices: Any) -> Any:
         a = Array(self, arr.dtype, len(indices), buffers=arr.buffers)
-        if "value" in arr._cache:
-            a._cache["value"] = arr._cache["value"]
+        a.memo("value", lambda: constant_value(arr))
         return a
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:
@@ -143,16 +141,16 @@ CONSTANT = register_encoding(ConstantEncoding())
 
 def constant_value(arr: Array) -> Any:
     """The Python value of a ``vortex.constant`` array (cached)."""
-    if "value" not in arr._cache:
-        raw = arr.buffers[0]
-        if raw.nbytes == 0:
-            if not arr.dtype.nullable:
-                raise MalformedStreamError("vortex.constant: empty scalar for a non-nullable dtype")
-            v = None
-        else:
-            v = value_from_proto(arr.dtype, raw)
-        arr._cache["value"] = v
-    return arr._cache["value"]
+    return arr.memo("value", lambda: _parse_value(arr))
+
+
+def _parse_value(arr: Array) -> Any:
+    raw = arr.buffers[0]
+    if raw.nbytes == 0:
+        if not arr.dtype.nullable:
+            raise MalformedStreamError("vortex.constant: empty scalar for a non-nullable dtype")
+        return None
+    return value_from_proto(arr.dtype, raw)
 
 
 def constant_array(scalar: Scalar | Any, length: int, dtype: dt.DType | None = None) -> Array:
@@ -167,5 +165,5 @@ def constant_array(scalar: Scalar | Any, length: int, dtype: dt.DType | None = N
             raise ValueError("constant_array needs a dtype for a plain value")
     raw = value_to_proto(dtype, value)
     a = Array(CONSTANT, dtype, length, buffers=[np.frombuffer(raw, dtype=np.uint8)])
-    a._cache["value"] = value
+    a.memo("value", lambda: value)
     return a

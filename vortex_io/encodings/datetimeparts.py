@@ -127,8 +127,7 @@ class DateTimePartsEncoding(Encoding):
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         a = Array(self, arr.dtype, stop - start, metadata=arr.metadata,
-                  children=[c.slice(start, stop) for c in arr.children])
-        a._cache["meta"] = arr.meta
+                  children=[c.slice(start, stop) for c in arr.children], meta=arr.meta)
         return a
 
     # -- compute kernels -------------------------------------------------------------
@@ -184,8 +183,7 @@ class DateTimePartsEncoding(Encoding):
         """Takes each part (each keeps its encoding)."""
 
         a = Array(self, arr.dtype, len(indices), metadata=arr.metadata,
-                  children=[take(c, indices) for c in arr.children])
-        a._cache["meta"] = arr.meta
+                  children=[take(c, indices) for c in arr.children], meta=arr.meta)
         return a
 
     def describe(self, arr: Array) -> str:
@@ -243,6 +241,6 @@ def datetimeparts_encode(array: Array) -> Array:
     secs_a, sp = part(secs)
     subs_a, up = part(subs)
     meta = ProtoWriter().varint(1, int(dp)).varint(2, int(sp)).varint(3, int(up)).finish()
-    a = Array(DATETIMEPARTS, array.dtype, n, metadata=meta, children=[days_a, secs_a, subs_a])
-    a._cache["meta"] = DateTimePartsMeta(dp, sp, up)
+    a = Array(DATETIMEPARTS, array.dtype, n, metadata=meta, children=[days_a, secs_a, subs_a],
+              meta=DateTimePartsMeta(dp, sp, up))
     return a

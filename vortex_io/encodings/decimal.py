@@ -194,8 +194,7 @@ def decimal_array(dtype: dt.Decimal, data: np.ndarray, width: int, validity: Arr
     meta = ProtoWriter().varint(1, _TYPE_OF_WIDTH[width]).finish()
     n = data.nbytes // width
     a = Array(DECIMAL, dtype, n, metadata=meta, buffers=[data.reshape(-1).view(np.uint8)],
-              children=[validity] if validity is not None else [])
-    a._cache["meta"] = width
+              children=[validity] if validity is not None else [], meta=width)
     return a
 
 

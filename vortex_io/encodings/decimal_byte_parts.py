@@ -76,8 +76,7 @@ class DecimalBytePartsEncoding(Encoding):
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         a = Array(self, arr.dtype, stop - start, metadata=arr.metadata,
-                  children=[arr.children[0].slice(start, stop)])
-        a._cache["meta"] = arr.meta
+                  children=[arr.children[0].slice(start, stop)], meta=arr.meta)
         return a
 
     # -- compute kernels: on the msp (the unscaled integers) ----------------------------
@@ -102,8 +101,7 @@ class DecimalBytePartsEncoding(Encoding):
 
     def take(self, arr: Array, indices: Any) -> Any:
         a = Array(self, arr.dtype, len(indices), metadata=arr.metadata,
-                  children=[take(arr.children[0], indices)])
-        a._cache["meta"] = arr.meta
+                  children=[take(arr.children[0], indices)], meta=arr.meta)
         return a
 
     def describe(self, arr: Array) -> str:
@@ -178,6 +176,6 @@ def decimal_byte_parts_encode(array: Array, ptype: dt.PType | None = None) -> Ar
         v = constant_array(False, n, dt.Bool()) if not valid.any() else bool_array(valid)
     msp = primitive_array(vals.astype(ptype.np_dtype), v, nullable=array.dtype.nullable)
     meta = ProtoWriter().varint(1, int(ptype)).finish()
-    a = Array(DECIMAL_BYTE_PARTS, array.dtype, n, metadata=meta, children=[msp])
-    a._cache["meta"] = DecimalBytePartsMeta(ptype, 0)
+    a = Array(DECIMAL_BYTE_PARTS, array.dtype, n, metadata=meta, children=[msp],
+              meta=DecimalBytePartsMeta(ptype, 0))
     return a

@@ -277,14 +277,14 @@ def _row_grid(a: Array, w: int) -> np.ndarray | None:
     unpacks straight into one: ``fastlanes.bitpacked``, or ``vortex.zigzag`` /
     ``fastlanes.for`` over it (both are elementwise: they apply to the grid in place).
     None when the child is anything else or was already decoded."""
-    if "canonical" in a._cache or not isinstance(a.dtype, dt.Primitive):
+    if a.cached_canonical is not None or not isinstance(a.dtype, dt.Primitive):
         return None
     if a.encoding == "fastlanes.bitpacked":
         return a.vtable.unpacked_rows(a)
     if a.encoding not in ("vortex.zigzag", "fastlanes.for") or len(a.children) != 1:
         return None
     inner = a.children[0]
-    if (inner.encoding != "fastlanes.bitpacked" or "canonical" in inner._cache
+    if (inner.encoding != "fastlanes.bitpacked" or inner.cached_canonical is not None
             or not isinstance(inner.dtype, dt.Primitive)
             or inner.dtype.ptype.byte_width * 8 != w):
         return None
@@ -312,8 +312,7 @@ def delta_array(bases: Array, deltas: Array, offset: int, length: int,
     d = dtype if dtype is not None else dt.Primitive(deltas.dtype.ptype, validity is not None)
     meta = DeltaMeta(len(deltas), offset)
     kids = [bases, deltas] + ([validity] if validity is not None else [])
-    a = Array(DELTA, d, length, metadata=meta.encode(), children=kids)
-    a._cache["meta"] = meta
+    a = Array(DELTA, d, length, metadata=meta.encode(), children=kids, meta=meta)
     return a
 
 

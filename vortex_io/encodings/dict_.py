@@ -122,7 +122,7 @@ class DictEncoding(Encoding):
     def to_arrow(self, arr: Array) -> Any:
         if string_view_enabled() and isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
             return _gather_views(arr)
-        if "canonical" not in arr._cache and isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
+        if arr.cached_canonical is None and isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
             return self._strings_to_arrow(arr)
         return arr.canonical().to_arrow()
 
@@ -258,8 +258,7 @@ def dict_array(codes: Array, values: Array, *, all_values_referenced: bool | Non
                     all_values_referenced)
     if values.dtype != dtype:
         raise TypeError(f"dictionary values of {values.dtype!r} for a dict of {dtype!r}")
-    a = Array(DICT, dtype, len(codes), metadata=meta.encode(), children=[codes, values])
-    a._cache["meta"] = meta
+    a = Array(DICT, dtype, len(codes), metadata=meta.encode(), children=[codes, values], meta=meta)
     return a
 
 
@@ -413,7 +412,7 @@ def _take_arrow(values: Array, idx: np.ndarray, valid: np.ndarray | None, d: dt.
     if out.encoding == "vortex.varbin" and out.children[0].encoding == "vortex.primitive":
         # Arrow built these offsets: seed varbin's cache so they are not re-validated
 
-        out._cache.setdefault("offsets", primitive_raw(out.children[0]))
+        out.memo("offsets", lambda: primitive_raw(out.children[0]))
     return out
 
 

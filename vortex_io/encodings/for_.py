@@ -151,8 +151,7 @@ def for_array(encoded: Array, reference: int, dtype: dt.DType | None = None) -> 
     """A ``fastlanes.for`` node over ``encoded`` (of the node's dtype)."""
     d = dtype if dtype is not None else encoded.dtype
     meta = Scalar(d, int(reference)).to_proto()
-    a = Array(FOR, d, len(encoded), metadata=meta, children=[encoded])
-    a._cache["meta"] = int(reference)
+    a = Array(FOR, d, len(encoded), metadata=meta, children=[encoded], meta=int(reference))
     return a
 
 

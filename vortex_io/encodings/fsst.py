@@ -43,7 +43,6 @@ from ..compute.numeric import (
     with_validity,
 )
 from ..errors import LimitExceededError, MalformedStreamError
-from ..limits import DEFAULT_LIMITS
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, validity_mask, validity_spec
 from .bool_ import bool_array
@@ -376,7 +375,6 @@ class FSSTEncoding(Encoding):
                 f"vortex.fsst has {nsym} symbols but {lens.nbytes} symbol lengths")
         if nsym and (int(lens.min()) < 1 or int(lens.max()) > 8):
             raise MalformedStreamError("vortex.fsst symbol lengths must be 1..8")
-        arr._cache["limits"] = limits
 
     def buffer_alignments(self, arr: Array) -> list[int]:
         return [3, 0, 0][: len(arr.buffers)]
@@ -407,14 +405,15 @@ class FSSTEncoding(Encoding):
         if len(ulen) != n or len(co) != n + 1:
             raise MalformedStreamError("vortex.fsst children do not match the array length")
         total = check_lengths(ulen, self.id)
-        check_decoded_size(total, f"vortex.fsst of {n} rows", arr._cache.get("limits", DEFAULT_LIMITS))
+        check_decoded_size(total, f"vortex.fsst of {n} rows", arr.limits)
         lo, hi = check_window(co, codes.nbytes, self.id)
         sym, lens = self.symbol_table(arr)
         data = fsst_decompress(sym, lens, codes[lo:hi], total)
         offsets = offsets_from_lengths(ulen)
         out = varbin_array(arr.dtype, offsets, data, validity)
         # offsets summed from checked lengths: monotonic and ending at len(data) already
-        out._cache["offsets"] = offsets.buffers[0].view(offsets.dtype.ptype.np_dtype)
+        checked = offsets.buffers[0].view(offsets.dtype.ptype.np_dtype)
+        out.memo("offsets", lambda: checked)
         return out
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
@@ -424,10 +423,7 @@ class FSSTEncoding(Encoding):
         if len(arr.children) > 2:
             kids.append(arr.children[2].slice(start, stop))
         a = Array(self, arr.dtype, stop - start, metadata=arr.metadata, buffers=arr.buffers,
-                  children=kids)
-        a._cache["meta"] = arr.meta
-        if "limits" in arr._cache:
-            a._cache["limits"] = arr._cache["limits"]
+                  children=kids, meta=arr.meta)
         return a
 
     # -- compute kernels -------------------------------------------------------------
@@ -457,7 +453,7 @@ class FSSTEncoding(Encoding):
         lens = ulen[rows].astype(np.int64)
         total = int(lens.sum())
         check_decoded_size(total, f"vortex.fsst take of {len(rows)} rows",
-                           arr._cache.get("limits", DEFAULT_LIMITS))
+                           arr.limits)
         starts = co[rows].astype(np.int64)
         pos = gather_ranges(starts, co[rows + 1].astype(np.int64) - starts)
         sym, slen = self.symbol_table(arr)
@@ -928,6 +924,5 @@ def fsst_encode(array: Array, symbol_table: SymbolTable | None = None) -> Array:
     a = Array(FSST, array.dtype, n, metadata=meta,
               buffers=[table.symbols.astype("<u8").view(np.uint8), table.lengths.astype(np.uint8),
                        codes],
-              children=kids)
-    a._cache["meta"] = FSSTMeta(up, cp)
+              children=kids, meta=FSSTMeta(up, cp))
     return a

@@ -233,8 +233,8 @@ class InvertedIndex(vortex_io.Encoding):
         if valid is not None:
             children.append(bool_array(valid))
         meta = ProtoWriter().varint(1, card).varint(2, len(order)).finish()
-        out = Array(_INSTANCE, array.dtype, n, metadata=meta, children=children)
-        out._cache["meta"] = (card, len(order))
+        out = Array(_INSTANCE, array.dtype, n, metadata=meta, children=children,
+                    meta=(card, len(order)))
         out._cache["ii"] = (offs.astype(np.int64), order, valid)
         return out
 

@@ -32,13 +32,7 @@ class ListEncoding(Encoding):
                 *validity_spec(self.id, dtype, length, parts.nchildren, 2)]
 
     def offsets(self, arr: Array) -> np.ndarray:
-        try:
-            return arr._cache["offsets"]
-        except KeyError:
-            o = canonical_ints(arr.children[1], "vortex.list offsets")
-            check_offsets(o, len(arr.children[0]), "vortex.list")
-            arr._cache["offsets"] = o
-            return o
+        return arr.memo("offsets", lambda: _checked_offsets(arr))
 
     def to_arrow(self, arr: Array) -> Any:
         import pyarrow as pa
@@ -67,6 +61,12 @@ class ListEncoding(Encoding):
         return ["elements", "offsets", "validity"]
 
 
+def _checked_offsets(arr: Array) -> np.ndarray:
+    o = canonical_ints(arr.children[1], "vortex.list offsets")
+    check_offsets(o, len(arr.children[0]), "vortex.list")
+    return o
+
+
 LIST = register_encoding(ListEncoding())
 
 
@@ -75,6 +75,6 @@ def list_array(dtype: dt.List, elements: Array, offsets: Array, validity: Array 
     p = offsets.dtype.ptype
     meta = ProtoWriter().varint(1, len(elements)).varint(2, int(p)).finish()
     a = Array(LIST, dtype, len(offsets) - 1, metadata=meta,
-              children=[elements, offsets, *([validity] if validity is not None else [])])
-    a._cache["meta"] = (len(elements), p)
+              children=[elements, offsets, *([validity] if validity is not None else [])],
+              meta=(len(elements), p))
     return a

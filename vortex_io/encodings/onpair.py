@@ -29,7 +29,6 @@ import numpy as np
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..errors import MalformedStreamError
-from ..limits import DEFAULT_LIMITS
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, validity_spec
 from .fsst import check_lengths, check_window, decode_tokens, offsets_from_lengths
@@ -129,9 +128,6 @@ class OnPairEncoding(Encoding):
                 (dt.Primitive(meta.uncompressed_lengths_ptype, False), length),
                 *validity_spec(self.id, dtype, length, parts.nchildren, 4)]
 
-    def validate(self, arr: Array, limits) -> None:
-        arr._cache["limits"] = limits
-
     def buffer_alignments(self, arr: Array) -> list[int]:
         return [3]
 
@@ -145,7 +141,7 @@ class OnPairEncoding(Encoding):
             raise MalformedStreamError("vortex.onpair children do not match the array length")
         total = check_lengths(ulen, self.id)
         check_decoded_size(total, f"vortex.onpair of {n} rows",
-                           arr._cache.get("limits", DEFAULT_LIMITS))
+                           arr.limits)
         lo, hi = check_window(co, len(arr.children[1]), self.id)
         codes = canonical_ints(arr.children[1].slice(lo, hi), "vortex.onpair codes")
         do = canonical_ints(arr.children[0], "vortex.onpair dict_offsets")
@@ -159,10 +155,7 @@ class OnPairEncoding(Encoding):
         if len(arr.children) > 4:
             kids.append(arr.children[4].slice(start, stop))
         a = Array(self, arr.dtype, stop - start, metadata=arr.metadata, buffers=arr.buffers,
-                  children=kids)
-        a._cache["meta"] = arr.meta
-        if "limits" in arr._cache:
-            a._cache["limits"] = arr._cache["limits"]
+                  children=kids, meta=arr.meta)
         return a
 
     def describe(self, arr: Array) -> str:
@@ -323,6 +316,5 @@ def onpair_encode(array: Array, *, dict_bits: int = 12) -> Array:
     v = validity_from_mask(valid, n)
     if v is not None:
         kids.append(v)
-    a = Array(ONPAIR, array.dtype, n, metadata=raw, buffers=[blob], children=kids)
-    a._cache["meta"] = meta
+    a = Array(ONPAIR, array.dtype, n, metadata=raw, buffers=[blob], children=kids, meta=meta)
     return a

@@ -184,8 +184,8 @@ def rle_array(values: Array, indices: Array, offsets: Array, offset: int, length
     d = dtype if dtype is not None else dt.Primitive(values.dtype.ptype, indices.dtype.nullable)
     meta = RLEMeta(len(values), len(indices), indices.dtype.ptype, len(offsets),
                    offsets.dtype.ptype, offset)
-    a = Array(RLE, d, length, metadata=meta.encode(), children=[values, indices, offsets])
-    a._cache["meta"] = meta
+    a = Array(RLE, d, length, metadata=meta.encode(), children=[values, indices, offsets],
+              meta=meta)
     return a
 
 

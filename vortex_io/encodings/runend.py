@@ -127,8 +127,7 @@ class RunEndEncoding(Encoding):
         lo = min(lo, hi)
         meta = RunEndMeta(m.ends_ptype, hi - lo, m.offset + start)
         kids = [c.slice(lo, hi) for c in arr.children]
-        a = Array(self, arr.dtype, stop - start, metadata=meta.encode(), children=kids)
-        a._cache["meta"] = meta
+        a = Array(self, arr.dtype, stop - start, metadata=meta.encode(), children=kids, meta=meta)
         return a
 
     # -- compute kernels: evaluate per run, then expand -----------------------------------
@@ -194,8 +193,8 @@ def runend_array(ends: Array, values: Array, length: int | None = None, offset: 
         e = canonical_ints(ends, "run ends")
         length = (int(e[-1]) if len(e) else 0) - offset
     meta = RunEndMeta(ends.dtype.ptype, len(ends), offset)
-    a = Array(RUNEND, values.dtype, length, metadata=meta.encode(), children=[ends, values])
-    a._cache["meta"] = meta
+    a = Array(RUNEND, values.dtype, length, metadata=meta.encode(), children=[ends, values],
+              meta=meta)
     return a
 
 

@@ -175,8 +175,7 @@ def sequence_array(base: int, multiplier: int, length: int, dtype: dt.DType) -> 
     if not isinstance(dtype, dt.Primitive) or not dtype.ptype.is_int:
         raise TypeError(f"a sequence holds integers, not {dtype!r}")
     meta = SequenceMeta(int(base), int(multiplier))
-    a = Array(SEQUENCE, dtype, length, metadata=meta.encode(dtype.ptype))
-    a._cache["meta"] = meta
+    a = Array(SEQUENCE, dtype, length, metadata=meta.encode(dtype.ptype), meta=meta)
     return a
 
 

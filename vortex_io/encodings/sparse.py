@@ -149,8 +149,7 @@ class SparseEncoding(Encoding):
             return constant_array(sparse_fill_value(arr), stop - start, arr.dtype)
         m, kids = sl
         a = Array(self, arr.dtype, stop - start, metadata=_encode_meta(m), buffers=arr.buffers,
-                  children=kids)
-        a._cache["meta"] = m
+                  children=kids, meta=m)
         return a
 
     # -- compute kernels: the fill value once, the patches on their own ------------------
@@ -216,19 +215,16 @@ SPARSE = register_encoding(SparseEncoding())
 
 def sparse_fill_value(arr: Array) -> Any:
     """The fill value of a ``vortex.sparse`` array as a Python value (None for null)."""
-    try:
-        return arr._cache["fill"]
-    except KeyError:
-        pass
+    return arr.memo("fill", lambda: _parse_fill(arr))
+
+
+def _parse_fill(arr: Array) -> Any:
     raw = arr.buffers[0]
     if raw.nbytes == 0:
         if not arr.dtype.nullable:
             raise MalformedStreamError("vortex.sparse: empty fill value for a non-nullable dtype")
-        v = None
-    else:
-        v = value_from_proto(arr.dtype, raw)
-    arr._cache["fill"] = v
-    return v
+        return None
+    return value_from_proto(arr.dtype, raw)
 
 
 def _sparse_generic(d: dt.DType, n: int, fill: Any, pos: np.ndarray, values: Array) -> Array:
@@ -261,9 +257,8 @@ def sparse_array(indices: Array, values: Array, length: int, fill: Any, dtype: d
     m = PatchesMeta(len(indices), offset, indices.dtype.ptype)
     fill_raw = value_to_proto(d, fill)
     a = Array(SPARSE, d, length, metadata=_encode_meta(m),
-              buffers=[np.frombuffer(fill_raw, dtype=np.uint8)], children=[indices, values])
-    a._cache["meta"] = m
-    a._cache["fill"] = fill
+              buffers=[np.frombuffer(fill_raw, dtype=np.uint8)], children=[indices, values], meta=m)
+    a.memo("fill", lambda: fill)
     return a
 
 

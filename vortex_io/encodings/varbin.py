@@ -84,13 +84,7 @@ class VarBinEncoding(StringEqualityKernels, Encoding):
                 *validity_spec(self.id, dtype, length, parts.nchildren, 1)]
 
     def offsets(self, arr: Array) -> np.ndarray:
-        try:
-            return arr._cache["offsets"]
-        except KeyError:
-            o = canonical_ints(arr.children[0], "vortex.varbin offsets")
-            check_offsets(o, arr.buffers[0].nbytes, "vortex.varbin")
-            arr._cache["offsets"] = o
-            return o
+        return arr.memo("offsets", lambda: _checked_offsets(arr))
 
     def to_arrow(self, arr: Array) -> Any:
         import pyarrow as pa
@@ -142,6 +136,12 @@ class VarBinEncoding(StringEqualityKernels, Encoding):
         return ["offsets", "validity"]
 
 
+def _checked_offsets(arr: Array) -> np.ndarray:
+    o = canonical_ints(arr.children[0], "vortex.varbin offsets")
+    check_offsets(o, arr.buffers[0].nbytes, "vortex.varbin")
+    return o
+
+
 VARBIN = register_encoding(VarBinEncoding())
 
 
@@ -151,6 +151,5 @@ def varbin_array(dtype: dt.DType, offsets: Array, data: np.ndarray, validity: Ar
     p = offsets.dtype.ptype
     meta = ProtoWriter().varint(1, int(p)).finish()
     a = Array(VARBIN, dtype, len(offsets) - 1, metadata=meta, buffers=[data],
-              children=[offsets, *([validity] if validity is not None else [])])
-    a._cache["meta"] = p
+              children=[offsets, *([validity] if validity is not None else [])], meta=p)
     return a

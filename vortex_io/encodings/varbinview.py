@@ -44,10 +44,9 @@ class VarBinViewEncoding(StringEqualityKernels, Encoding):
 
     def views(self, arr: Array) -> np.ndarray:
         """The views as an (n, 4) u32 array, checked against the data buffers."""
-        try:
-            return arr._cache["views"]
-        except KeyError:
-            pass
+        return arr.memo("views", lambda: self._checked_views(arr))
+
+    def _checked_views(self, arr: Array) -> np.ndarray:
         from ..array import typed_view
 
         n = len(arr)
@@ -61,7 +60,6 @@ class VarBinViewEncoding(StringEqualityKernels, Encoding):
                 raise MalformedStreamError("vortex.varbinview: a view names a missing data buffer")
             if (v[out, 3].astype(np.int64) + lens[out] > data_lens[bi]).any():
                 raise MalformedStreamError("vortex.varbinview: a view runs past its data buffer")
-        arr._cache["views"] = v
         return v
 
     def to_arrow(self, arr: Array) -> Any:
@@ -118,7 +116,7 @@ class VarBinViewEncoding(StringEqualityKernels, Encoding):
         valid = self.validity(arr)
         v = None if valid is None else bool_array(valid[indices])
         out = varbinview_array(arr.dtype, np.ascontiguousarray(views), list(arr.buffers[:-1]), v)
-        out._cache["views"] = views
+        out.memo("views", lambda: views)
         return out
 
     def describe(self, arr: Array) -> str:

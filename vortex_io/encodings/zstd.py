@@ -25,7 +25,6 @@ import numpy as np
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..errors import MalformedStreamError, UnsupportedError
-from ..limits import DEFAULT_LIMITS
 from ..proto import LEN, ProtoWriter, parse
 from ._common import validity_mask, validity_spec
 from .primitive import primitive_array, primitive_values
@@ -141,14 +140,13 @@ class ZstdEncoding(Encoding):
                 f"{m.dictionary_size}")
         check_decoded_size(sum(f.uncompressed_size for f in m.frames),
                            f"vortex.zstd of {len(arr)} rows", limits)
-        arr._cache["limits"] = limits
 
     def _decompress(self, arr: Array) -> np.ndarray:
         zstd = _zstandard()
         m = arr.meta
         frames = arr.buffers[1:] if m.dictionary_size else arr.buffers
         total = sum(f.uncompressed_size for f in m.frames)
-        check_decoded_size(total, "vortex.zstd", arr._cache.get("limits", DEFAULT_LIMITS))
+        check_decoded_size(total, "vortex.zstd", arr.limits)
         try:
             if m.dictionary_size:
                 d = zstd.ZstdCompressionDict(arr.buffers[0].tobytes())
