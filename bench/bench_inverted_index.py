@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import vortex_io as vio
 from bench.harness import Case, Context, System, group
 from vortex_io import compute
-from vortex_io.encodings import InvertedIndex
+from vortex_io.encodings.inverted_index import InvertedIndex
 
 ROWS = 2_000_000
 CARDINALITY = 200

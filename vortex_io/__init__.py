@@ -17,7 +17,7 @@ True
 from typing import Any
 
 from . import compute, dtype, expr, integrity
-from . import encodings as _encodings
+from . import encodings as encodings
 from .array import Array, Encoding, get_encoding, register_encoding, registered_encodings
 from .compress import CompressOptions, compress
 from .errors import (
@@ -74,6 +74,7 @@ __all__ = [
     "compress",
     "compute",
     "dtype",
+    "encodings",
     "expr",
     "get_encoding",
     "integrity",
@@ -140,9 +141,3 @@ def register_duckdb(con: Any, **kwargs: Any) -> Any:
 
     return register(con, **kwargs)
 
-
-# The inverted-index encoding registers itself through the public API, as a user's
-# encoding module would; it is imported last because it needs the package initialized.
-from .encodings.inverted_index import InvertedIndex as _InvertedIndex  # noqa: E402
-
-_encodings.InvertedIndex = _InvertedIndex  # type: ignore[attr-defined]

@@ -180,10 +180,14 @@ def _known(encodings: tuple[str, ...], registry_size: int) -> tuple[bool, ...]:
 
 def known_flags(encodings: tuple[str, ...]) -> tuple[bool, ...]:
     """Which of a message's encoding IDs Python knows (the native core decodes the rest of
-    its tree and hands those subtrees back)."""
-    from .array import _REGISTRY, _ensure_builtins
+    its tree and hands those subtrees back); an installed plugin of an ID nobody
+    registered is loaded first (``vortex_io.get_encoding``)."""
+    from .array import _REGISTRY, _ensure_builtins, load_plugin
 
     _ensure_builtins()
+    for e in encodings:
+        if e not in _REGISTRY:
+            load_plugin(e)
     return _known(encodings, len(_REGISTRY))
 
 

@@ -74,11 +74,18 @@ def register_encoding(encoding: type[Encoding] | Encoding, *, replace: bool = Fa
 
 
 def get_encoding(encoding_id: str) -> Encoding:
-    """The registered encoding for an ID; ``UnsupportedError`` naming it if there is none."""
+    """The registered encoding for an ID; ``UnsupportedError`` naming it if there is none.
+
+    An ID nobody registered yet is looked up among the installed plugins: the entry points
+    of the group ``vortex_io.encodings`` (name: the encoding ID, value: the module, or
+    ``module:EncodingClass``, that registers it), loaded on first use.
+    """
     try:
         return _REGISTRY[encoding_id]
     except KeyError:
         _ensure_builtins()
+        if encoding_id not in _REGISTRY:
+            load_plugin(encoding_id)
         try:
             return _REGISTRY[encoding_id]
         except KeyError:
@@ -86,13 +93,56 @@ def get_encoding(encoding_id: str) -> Encoding:
 
 
 def registered_encodings() -> list[str]:
-    """IDs of every registered encoding."""
+    """IDs of every registered encoding (the installed plugins' included, loaded here)."""
     _ensure_builtins()
+    for name in list(_plugins()):
+        load_plugin(name)
     return sorted(_REGISTRY)
 
 
 def _ensure_builtins() -> None:
     from . import encodings  # noqa: F401  (registers the built-in encodings)
+
+
+#: the entry points of group "vortex_io.encodings" not loaded yet, by name (None: not read)
+_PLUGINS: dict[str, Any] | None = None
+PLUGIN_GROUP = "vortex_io.encodings"
+
+
+def _plugins() -> dict[str, Any]:
+    global _PLUGINS
+    if _PLUGINS is None:
+        from importlib.metadata import entry_points
+
+        try:
+            eps = entry_points(group=PLUGIN_GROUP)
+        except Exception:  # pragma: no cover - broken metadata of some installed package
+            eps = ()
+        _PLUGINS = {ep.name: ep for ep in eps}
+    return _PLUGINS
+
+
+def load_plugin(encoding_id: str) -> bool:
+    """Import the installed plugin named ``encoding_id`` (once); False when there is none.
+
+    The entry point's module registers its encoding (and its compression scheme) on import;
+    when the entry point names an ``Encoding`` class or instance that is not registered
+    yet, it is registered here. A plugin that fails to import raises ``UnsupportedError``
+    naming it.
+    """
+    ep = _plugins().pop(encoding_id, None)
+    if ep is None:
+        return False
+    try:
+        obj = ep.load()
+    except Exception as e:
+        raise UnsupportedError(
+            f"encoding {encoding_id!r}: its plugin {ep.value!r} failed to load: "
+            f"{type(e).__name__}: {e}") from e
+    if encoding_id not in _REGISTRY and (
+            isinstance(obj, Encoding) or (isinstance(obj, type) and issubclass(obj, Encoding))):
+        register_encoding(obj)
+    return True
 
 
 # -- aligned typed views ---------------------------------------------------------------
@@ -533,8 +583,22 @@ class Encoding:
 
     def validity(self, arr: Array) -> Any:
         """Numpy bool mask, True where valid (None: all valid), read without decoding the
-        values where the encoding can; or NotImplemented (the kernels then decode)."""
+        values where the encoding can; or NotImplemented (the kernels then decode and ask
+        the canonical array). Every canonical encoding implements it."""
         return NotImplemented
+
+    def int_bounds(self, arr: Array) -> tuple[int, int] | None:
+        """(lo, hi) bounding every value of a non-empty node of an integer dtype (rows
+        under nulls included) when the encoding knows them cheaply (bit width, reference,
+        constant...), else None: lets comparisons with literals outside the bounds be
+        answered without decoding."""
+        return None
+
+    def take_arrow(self, arr: Array, indices: np.ndarray) -> Any:
+        """Rows at in-range int64 ``indices`` of a node of a non-primitive dtype straight to
+        a ``pyarrow.Array`` (the output path of a scan: a dictionary gathers its values by
+        the taken codes), or None: the scan then takes and decodes (``take``)."""
+        return None
 
     # -- display ---------------------------------------------------------------------
     def describe(self, arr: Array) -> str:

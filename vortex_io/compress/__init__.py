@@ -29,31 +29,25 @@ from typing import Any
 
 from .. import dtype as dt
 from ..array import Array
+from ..encodings._scheme import scheme_for
 from ..errors import UnsupportedError, VortexIPCError
 from .compressor import CompressOptions, CompressSession, compress_array, scheme_names
 
-__all__ = ["compress", "register_encoder", "encoder_for", "CompressOptions", "CompressSession",
-           "scheme_names", "compress_array"]
-
-_ENCODERS: dict[str, Callable[[Array], Array]] = {}
+__all__ = ["compress", "encoder_for", "CompressOptions", "CompressSession", "scheme_names",
+           "compress_array"]
 
 
-def register_encoder(encoding_id: str, fn: Callable[[Array], Array]) -> None:
-    """Make ``fn`` (array -> encoded array) the encoder used when ``encoding_id`` is forced."""
-    _ENCODERS[encoding_id] = fn
+def encoder_for(encoding_id: str, options: CompressOptions | None = None
+                ) -> Callable[[Array], Array]:
+    """The encoder used when a column is forced to ``encoding_id``: its registered scheme
+    (``vortex_io.encodings.register_scheme``; an installed plugin of that ID is loaded),
+    the children compressed in turn. ``UnsupportedError`` naming the known IDs otherwise."""
+    from .compressor import _Compressor
 
-
-def encoder_for(encoding_id: str) -> Callable[[Array], Array]:
-    if encoding_id not in _ENCODERS and encoding_id not in scheme_names():
-        from ..encodings import inverted_index  # noqa: F401  (registers its encoder)
-    if encoding_id in _ENCODERS:
-        return _ENCODERS[encoding_id]
-    if encoding_id in scheme_names():
-        from .compressor import _Compressor
-
-        return lambda a: _Compressor(CompressOptions()).force(a, encoding_id)
-    raise UnsupportedError(
-        f"no encoder for {encoding_id!r}; known: {sorted(set(_ENCODERS) | set(scheme_names()))}")
+    if scheme_for(encoding_id) is None:
+        raise UnsupportedError(f"no encoder for {encoding_id!r}; known: {sorted(scheme_names())}")
+    opts = options or CompressOptions()
+    return lambda a: _Compressor(opts).force(a, encoding_id)
 
 
 def _forced(name: str, encoding_id: str, a: Array) -> Array:
@@ -101,7 +95,7 @@ def compress(array: Array, *, encodings: Mapping[str, Any] | None = None,
                 forced[name] = spec
             else:
                 ids = frozenset(spec)
-                bad = ids - set(scheme_names())
+                bad = {i for i in ids - set(scheme_names()) if scheme_for(i) is None}
                 if bad:
                     raise UnsupportedError(f"unknown encodings {sorted(bad)} for column {name!r}")
                 per_column[name] = dataclasses.replace(opts, allow=ids)

@@ -403,46 +403,19 @@ def is_in_storage(array: Array, vals: list[Any]) -> Mask:
 
 def is_null_mask(array: Array, *, invert: bool = False) -> np.ndarray:
     """True where null (or where valid with ``invert``)."""
-    from ..encodings._common import validity_mask
-
     n = len(array)
     if not array.dtype.nullable:
         return np.full(n, invert, dtype=np.bool_)
-    r = array.vtable.validity(array)
-    if r is not NotImplemented:
-        if r is None:
-            return np.full(n, invert, dtype=np.bool_)
-        return r.copy() if invert else ~r
-    enc = array.encoding
-    if enc == "vortex.constant":
-        from ..encodings.constant import constant_value
-
-        isnull = constant_value(array) is None
-        return np.full(n, isnull != invert, dtype=np.bool_)
-    if enc == "vortex.null":
-        return np.full(n, not invert, dtype=np.bool_)
-    c = array.canonical() if enc not in _VALIDITY_LAST and enc != "vortex.struct" else array
-    if c.encoding in _VALIDITY_LAST:
-        k = _VALIDITY_LAST[c.encoding]
-        v = c.children[k] if len(c.children) > k else None
-        m = validity_mask(v, n)
-    elif c.encoding == "vortex.struct":
-        from ..encodings.struct_ import StructEncoding
-
-        m = validity_mask(StructEncoding.split(c)[0], n)
-    else:
-        a = c.to_arrow()
-        m = np.asarray(a.is_valid().to_numpy(zero_copy_only=False))
+    m = array.vtable.validity(array)
+    if m is NotImplemented:  # the encoding cannot tell without decoding: ask the canonical
+        c = array.canonical()
+        m = c.vtable.validity(c)
+        if m is NotImplemented:  # (a canonical encoding of a user's that lacks the hook)
+            m = np.asarray(c.to_arrow().is_valid().to_numpy(zero_copy_only=False))
     if m is None:
         return np.full(n, invert, dtype=np.bool_)
     return m.copy() if invert else ~m
 
-
-#: canonical encodings whose validity child sits at this child index
-_VALIDITY_LAST = {
-    "vortex.bool": 0, "vortex.primitive": 0, "vortex.decimal": 0, "vortex.varbinview": 0,
-    "vortex.varbin": 1, "vortex.list": 2, "vortex.listview": 3, "vortex.fixed_size_list": 1,
-}
 
 
 def is_null(array: Array, *, negated: bool = False) -> Array:
@@ -513,8 +486,7 @@ def take_arrow(array: Array, indices: np.ndarray) -> Any:
         return pa.Array.from_buffers(d.to_arrow(), len(vals),
                                      [bitmap, pa.py_buffer(np.ascontiguousarray(vals))],
                                      null_count=nulls)
-    fn = getattr(array.vtable, "take_arrow", None)
-    return None if fn is None else fn(array, indices)
+    return array.vtable.take_arrow(array, indices)
 
 
 def filter(array: Array, mask: Any) -> Array:

@@ -247,11 +247,10 @@ def decoded_ints(a: Array, what: str) -> np.ndarray:
 def int_bounds(a: Array) -> tuple[int, int] | None:
     """(lo, hi) bounding every value of an integer array (rows under nulls included),
     from the encoding when it knows them cheaply (bit width, reference, constant...), or
-    None. Encodings provide it as an optional ``int_bounds(arr)`` method."""
-    fn = getattr(a.vtable, "int_bounds", None)
-    if fn is None or len(a) == 0:
+    None (``Encoding.int_bounds``)."""
+    if len(a) == 0:
         return None
-    return fn(a)
+    return a.vtable.int_bounds(a)
 
 
 def bytes_equal_at(data: np.ndarray, starts: np.ndarray, needle: bytes) -> np.ndarray:

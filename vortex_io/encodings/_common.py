@@ -108,3 +108,12 @@ def int_ptype_of(value: int, name: str) -> dt.PType:
     if not p.is_int:
         raise MalformedStreamError(f"{name}: {p.short} is not an integer type")
     return p
+
+
+def validity_child(valid: np.ndarray | None) -> Array | None:
+    """The validity child for a numpy mask (True = valid; None: no child, all valid)."""
+    if valid is None:
+        return None
+    from .bool_ import bool_array
+
+    return bool_array(valid)

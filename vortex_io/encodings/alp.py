@@ -36,6 +36,7 @@ from ..compute.numeric import OPS, broadcast, decoded, isin_values, np_literal, 
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
 from ._common import validity_mask
+from ._scheme import NODE_COST, Facts, Scheme, Trial, index_width, int_cost, register_scheme
 from .bool_ import bool_array
 from .patches import PatchesMeta, apply_patches, make_patches, patch_hits
 from .primitive import primitive_array, primitive_raw, primitive_values
@@ -454,3 +455,35 @@ def alp_encode(array: Any, exponents: tuple[int, int] | None = None) -> Array:
         meta_raw, kids = make_patches(pos, primitive_array(v[pos], nullable=d.nullable, ptype=p))
         patches = (PatchesMeta.decode(meta_raw, "vortex.alp"), kids)
     return alp_array(encoded, e, f, patches, d)
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_alp(a: Array, params: Any = None) -> Array | None:
+    if a.dtype.ptype == dt.PType.F16:
+        return None
+    return alp_encode(a, params)
+
+
+def _estimate_alp(f: Facts, comp: Any) -> Trial | None:
+    s = f.float_sample
+    if s is None:
+        return None
+    r = _encode_alp(s)
+    if r is None:
+        return None
+    m = r.meta
+    vals, mask = primitive_values(r.children[0])
+    ns = len(s)
+    size = int_cost(vals if mask is None else vals[mask], ns, 0 if mask is None else ns - int(mask.sum()),
+                     compact=f.compact)
+    if m.patches is not None:
+        size += m.patches.len * (f.key.dtype.itemsize + index_width(f.n)) + 2 * NODE_COST
+    size = size * f.n / max(ns, 1) + NODE_COST
+    exps = (m.e, m.f)
+    return Trial(size, lambda: _encode_alp(f.a, exps), exps)
+
+
+register_scheme(Scheme("vortex.alp", frozenset({"float"}), _estimate_alp, _encode_alp,
+                       priority=130))

@@ -30,6 +30,16 @@ from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_en
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of
+from ._scheme import (
+    NODE_COST,
+    Facts,
+    Scheme,
+    Trial,
+    index_width,
+    int_cost,
+    padded_rows,
+    register_scheme,
+)
 from .patches import PatchesMeta, apply_patches, make_patches
 from .primitive import primitive_array, primitive_values
 from .sparse import slice_patches, strict_patch_positions
@@ -250,3 +260,33 @@ def alprd_encode(array: Any) -> Array:
         meta_raw, kids = make_patches(pos, primitive_array(left[pos], ptype=dt.PType.U16))
         patches = (PatchesMeta.decode(meta_raw, "vortex.alprd"), kids)
     return alprd_array(left_arr, right_arr, rbw, dictionary.tolist(), patches, d)
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_alprd(a: Array, params: Any = None) -> Array | None:
+    if a.dtype.ptype == dt.PType.F16:
+        return None
+    return alprd_encode(a)
+
+
+def _estimate_alprd(f: Facts, comp: Any) -> Trial | None:
+    s = f.float_sample
+    if s is None:
+        return None
+    r = _encode_alprd(s)
+    if r is None:
+        return None
+    m = r.meta
+    ns = len(s)
+    left, _ = primitive_values(r.children[0])
+    size = int_cost(left, ns, dict_=False, compact=f.compact) + padded_rows(ns) * m.right_bit_width / 8 + NODE_COST
+    if m.patches is not None:
+        size += m.patches.len * (2 + index_width(f.n)) + 2 * NODE_COST
+    size = size * f.n / max(ns, 1) + f.validity_bytes + 2 * NODE_COST
+    return Trial(size, lambda: _encode_alprd(f.a))
+
+
+register_scheme(Scheme("vortex.alprd", frozenset({"float"}), _estimate_alprd, _encode_alprd,
+                       priority=140))

@@ -29,6 +29,7 @@ from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from . import fastlanes_layout as fl
 from ._common import log2_width, typed_buffer, validity_mask, validity_spec
+from ._scheme import NODE_COST, Facts, Scheme, Trial, as_unsigned, packed_cost, register_scheme
 from .bool_ import bool_array
 from .patches import (
     PatchesMeta,
@@ -434,3 +435,26 @@ def bitpack(array: Array, bit_width: int | None = None, *, patches: bool = True)
     words = fl.pack(padded, bit_width, fits=not len(exc))
     validity = c.children[0] if c.children else None
     return bitpacked_array(words, c.dtype, n, bit_width, 0, pt, validity)
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_bitpack(a: Array, params: Any = None) -> Array | None:
+    if a.dtype.ptype.is_signed_int:
+        vals, mask = primitive_values(a)
+        v = vals if mask is None else vals[mask]
+        if len(v) and v.min() < 0:
+            return None
+    return bitpack(a)
+
+
+def _estimate_bitpack(f: Facts, comp: Any) -> Trial | None:
+    if f.lo is None or f.lo < 0:
+        return None
+    size = packed_cost(as_unsigned(f.vkey), f.n) + f.validity_bytes + NODE_COST
+    return Trial(size, lambda: _encode_bitpack(f.a))
+
+
+register_scheme(Scheme("fastlanes.bitpacked", frozenset({"int"}), _estimate_bitpack, _encode_bitpack,
+                       priority=60))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import functools
 from typing import Any
 
@@ -12,6 +13,7 @@ from ..compute.kernels import compare_storage, is_in_storage, mask_const
 from ..compute.numeric import broadcast
 from ..errors import MalformedStreamError
 from ..scalar import Scalar, value_from_proto, value_to_proto
+from ._scheme import Facts, Scheme, Trial, register_scheme
 
 
 @functools.lru_cache(maxsize=1024)
@@ -167,3 +169,73 @@ def constant_array(scalar: Scalar | Any, length: int, dtype: dt.DType | None = N
     a = Array(CONSTANT, dtype, length, buffers=[np.frombuffer(raw, dtype=np.uint8)])
     a.memo("value", lambda: value)
     return a
+
+
+_EXACT = decimal.Context(prec=200)  # decimals have at most 76 digits: no rounding
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_constant(a: Array, params: Any = None) -> Array | None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..scalar import value_from_proto, value_to_proto
+
+    n = len(a)
+    if n == 0:
+        return None
+    known = a._stats.is_constant if a._stats is not None else None
+    if known is False and a._stats.null_count != n:
+        return None
+    if a.encoding == "vortex.primitive":
+        from .primitive import primitive_values
+
+        vals, mask = primitive_values(a)
+        if mask is not None:
+            if mask.any():
+                return None
+            return constant_array(None, n, a.dtype) if a.dtype.nullable else None
+        raw = vals.view(a.dtype.ptype.to_unsigned().np_dtype)
+        if not (raw == raw[0]).all():
+            return None
+        v = vals[0].item()
+    else:
+        arr = a.to_arrow()
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if arr.null_count == n:
+            return constant_array(None, n, a.dtype) if a.dtype.nullable else None
+        try:
+            if arr.null_count or not pc.all(pc.equal(arr, arr[0])).as_py():
+                return None
+        except pa.ArrowNotImplementedError:  # e.g. decimals of a negative scale
+            return None
+        v = arr[0].as_py()
+        if isinstance(a.dtype, dt.Decimal):
+            v = int(v.scaleb(a.dtype.scale, _EXACT))
+        elif isinstance(a.dtype, dt.Extension):
+            return None  # temporal constants: left to the storage path
+    try:
+        value_from_proto(a.dtype, value_to_proto(a.dtype, v))
+    except Exception:
+        return None
+    return constant_array(v, n, a.dtype)
+
+
+def _estimate_constant(f: Facts, comp: Any) -> Trial | None:
+    if f.kind in ("int", "float", "bool"):
+        if f.nulls == f.n:
+            pass
+        elif f.nulls or not (f.key == f.key[0]).all():
+            return None
+    elif f.kind == "str":
+        if f.nulls != f.n and f.sample_distinct_frac * max(len(f.sample), 1) > 1:
+            return None
+    r = _encode_constant(f.a)
+    return None if r is None else Trial(0, lambda: r)
+
+
+register_scheme(Scheme("vortex.constant", frozenset({"int", "float", "bool", "str", "decimal"}), _estimate_constant, _encode_constant, cascade=False, exact=True,
+                       priority=10))

@@ -25,6 +25,7 @@ from ..compute.numeric import OPS, int_bounds, validity
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of
+from ._scheme import NODE_COST, Facts, Scheme, Trial, int_cost, register_scheme
 from .constant import constant_value
 from .ext import ext_array
 from .primitive import primitive_array, primitive_raw, primitive_values
@@ -244,3 +245,28 @@ def datetimeparts_encode(array: Array) -> Array:
     a = Array(DATETIMEPARTS, array.dtype, n, metadata=meta, children=[days_a, secs_a, subs_a],
               meta=DateTimePartsMeta(dp, sp, up))
     return a
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_datetimeparts(a: Array, params: Any = None) -> Array | None:
+    return datetimeparts_encode(a)
+
+
+def _estimate_datetimeparts(f: Facts, comp: Any) -> Trial | None:
+    if f.a.dtype.id != dt.TIMESTAMP_ID:
+        return None
+    r = _encode_datetimeparts(f.a)
+    if r is None:
+        return None
+    size = 4 * NODE_COST
+    for c in r.children:
+        vals, mask = primitive_values(c)
+        size += int_cost(vals if mask is None else vals[mask], len(c),
+                          0 if mask is None else len(c) - int(mask.sum()), compact=f.compact)
+    return Trial(size, lambda: r)
+
+
+register_scheme(Scheme("vortex.datetimeparts", frozenset({"ext"}), _estimate_datetimeparts, _encode_datetimeparts,
+                       priority=40))

@@ -22,6 +22,7 @@ from ..compute.numeric import broadcast, decimal_unscaled, validity
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
 from ._common import ptype_of
+from ._scheme import NODE_COST, Facts, Scheme, Trial, int_cost, register_scheme
 from .bool_ import bool_array
 from .constant import constant_array
 from .primitive import primitive_array
@@ -179,3 +180,29 @@ def decimal_byte_parts_encode(array: Array, ptype: dt.PType | None = None) -> Ar
     a = Array(DECIMAL_BYTE_PARTS, array.dtype, n, metadata=meta, children=[msp],
               meta=DecimalBytePartsMeta(ptype, 0))
     return a
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_decimal_byte_parts(a: Array, params: Any = None) -> Array | None:
+    try:
+        return decimal_byte_parts_encode(a)
+    except ValueError:  # unscaled values wider than 64 bits
+        return None
+
+
+def _estimate_decimal_byte_parts(f: Facts, comp: Any) -> Trial | None:
+    from .primitive import primitive_values
+
+    r = _encode_decimal_byte_parts(f.a)
+    if r is None:
+        return None
+    vals, mask = primitive_values(r.children[0])
+    size = int_cost(vals if mask is None else vals[mask], f.n, 0 if mask is None else f.n - int(mask.sum()),
+                     compact=f.compact)
+    return Trial(size + NODE_COST, lambda: r)
+
+
+register_scheme(Scheme("vortex.decimal_byte_parts", frozenset({"decimal"}), _estimate_decimal_byte_parts, _encode_decimal_byte_parts,
+                       priority=30))

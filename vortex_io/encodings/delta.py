@@ -37,6 +37,7 @@ from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
 from . import fastlanes_layout as fl
 from ._common import validity_mask, validity_spec
+from ._scheme import NODE_COST, Facts, Scheme, Trial, delta_bases_cost, int_cost, register_scheme
 from .bool_ import bool_array
 from .primitive import primitive_array, primitive_values
 
@@ -358,3 +359,32 @@ def delta_encode(array: Array, *, bitpack: bool = True) -> Array:
     bases_arr = primitive_array(bases.ravel().view(p.np_dtype), nullable=False)
     validity = c.children[0] if c.children else None
     return delta_array(bases_arr, enc, 0, n, c.dtype, validity)
+
+
+#: bytes a delta must save to be chosen: its decode is ~W numpy calls (one per row of the
+#: FastLanes lanes) plus a transpose whatever the length, which on a small child (e.g. the
+#: 1024 bases of a 64Ki-row delta) costs more time than its few saved bytes are worth
+_DELTA_FIXED = 2048
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_delta(a: Array, params: Any = None) -> Array | None:
+    return delta_encode(a, bitpack=False)
+
+
+def _estimate_delta(f: Facts, comp: Any) -> Trial | None:
+    v = f.vkey
+    m = len(v)
+    if m < 64 or f.down_steps * 50 > m:
+        return None  # not (nearly) sorted
+    d = np.diff(v)  # wrapping, as the encoding does
+    bases = delta_bases_cost(f.n, v.dtype.itemsize, int(f.hi) - int(f.lo))
+    size = (int_cost(d, f.n, dict_=f.compact, compact=f.compact) + bases + f.validity_bytes
+            + 3 * NODE_COST + _DELTA_FIXED)
+    return Trial(size, lambda: _encode_delta(f.a))
+
+
+register_scheme(Scheme("fastlanes.delta", frozenset({"int"}), _estimate_delta, _encode_delta,
+                       priority=90))

@@ -31,7 +31,18 @@ from ..compute.numeric import broadcast, decoded, int_bounds, validity, with_val
 from ..errors import MalformedStreamError, UnsupportedError
 from ..limits import DEFAULT_LIMITS, ReaderLimits, limits_of
 from ..proto import ProtoWriter, parse
-from ._common import int_ptype_of, validity_mask
+from ._common import int_ptype_of, validity_child, validity_mask
+from ._scheme import (
+    NODE_COST,
+    Facts,
+    Scheme,
+    Trial,
+    codes_cost,
+    int_cost,
+    narrow_codes,
+    register_scheme,
+    zstd_cost,
+)
 from .bool_ import bool_array, bool_values
 from .constant import _estimate_width
 from .ext import ext_array
@@ -311,10 +322,6 @@ def _all_null(d: dt.DType, n: int) -> Array:
     return from_arrow(pa.nulls(n, type=d.to_arrow()), dtype=d)
 
 
-def _with_validity(valid: np.ndarray | None) -> Array | None:
-    return None if valid is None else bool_array(valid)
-
-
 def _combine(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
     if a is None:
         return b
@@ -388,13 +395,13 @@ def take_canonical(values: Array, idx: np.ndarray, valid: np.ndarray | None = No
     if enc == "vortex.primitive":
         vals, vmask = primitive_values(values)
         m = _combine(_memory.take(vmask, idx) if vmask is not None else None, valid)
-        return primitive_array(_memory.take(vals, idx), _with_validity(m), nullable=d.nullable,
+        return primitive_array(_memory.take(vals, idx), validity_child(m), nullable=d.nullable,
                                ptype=d.ptype)
     if enc == "vortex.bool":
         vals = bool_values(values)
         vmask = validity_mask(values.children[0] if values.children else None, len(values))
         m = _combine(vmask[idx] if vmask is not None else None, valid)
-        return bool_array(vals[idx], _with_validity(m), nullable=d.nullable)
+        return bool_array(vals[idx], validity_child(m), nullable=d.nullable)
     if enc == "vortex.null":
         return null_array(n)
     if enc == "vortex.ext" and isinstance(d, dt.Extension):
@@ -503,12 +510,12 @@ def repeat_canonical(values: Array, counts: np.ndarray, dtype: dt.DType | None =
     if values.encoding == "vortex.primitive":
         vals, vmask = primitive_values(values)
         m = None if vmask is None else np.repeat(vmask, counts)
-        return primitive_array(np.repeat(vals, counts), _with_validity(m), nullable=d.nullable,
+        return primitive_array(np.repeat(vals, counts), validity_child(m), nullable=d.nullable,
                                ptype=d.ptype)
     if values.encoding == "vortex.bool":
         vmask = validity_mask(values.children[0] if values.children else None, len(values))
         m = None if vmask is None else np.repeat(vmask, counts)
-        return bool_array(np.repeat(bool_values(values), counts), _with_validity(m), nullable=d.nullable)
+        return bool_array(np.repeat(bool_values(values), counts), validity_child(m), nullable=d.nullable)
     idx = np.repeat(np.arange(len(values), dtype=np.intp), counts)
     return take_canonical(values, idx, None, d, limits=limits)
 
@@ -555,7 +562,7 @@ def dict_encode(array: Any) -> Array:
         ind = enc.indices
         codes = np.asarray(ind.fill_null(0) if valid is not None else ind).astype(np.int64, copy=False)
         cp = narrowest_uint(max(len(uniq) - 1, 0))
-        codes_arr = primitive_array(codes.astype(cp.np_dtype), _with_validity(valid),
+        codes_arr = primitive_array(codes.astype(cp.np_dtype), validity_child(valid),
                                     nullable=d.nullable)
         values = primitive_array(uniq.view(d.ptype.np_dtype), nullable=d.nullable, ptype=d.ptype)
         return dict_array(codes_arr, values, all_values_referenced=True, dtype=d)
@@ -571,3 +578,52 @@ def dict_encode(array: Any) -> Array:
     values = from_arrow(enc.dictionary, dtype=d)
     return dict_array(primitive_array(codes.astype(cp.np_dtype)), values, all_values_referenced=True,
                       dtype=d)
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_dict(a: Array, params: Any = None) -> Array | None:
+    return dict_encode(a)
+
+
+def _estimate_dict(f: Facts, comp: Any) -> Trial | None:
+    if f.kind == "str":
+        return _estimate_dict_str(f, comp)
+    m = len(f.vkey)
+    if m == 0 or f.distinct * 2 > m:
+        return None
+    d = f.distinct
+    if f.kind == "int":
+        values = int_cost(f.groups[0], d, dict_=False, compact=f.compact)
+    else:
+        values = d * f.vkey.dtype.itemsize + NODE_COST
+    codes = codes_cost(d, f.n, f.runs)
+    if f.compact and f.n >= 4096:
+        idx = np.searchsorted(f.groups[0], f.vkey)
+        codes = min(codes, zstd_cost(narrow_codes(idx, d)) + 2 * NODE_COST)
+    size = codes + values + f.validity_bytes + 2 * NODE_COST
+    return Trial(size, lambda: _encode_dict(f.a))
+
+
+def _estimate_dict_str(f: Facts, comp: Any) -> Trial | None:
+    enc = f.string_dict
+    if enc is None:
+        return None
+    d = len(enc.dictionary)
+    if d * 2 > f.n:
+        return None
+    idx = np.asarray(enc.indices)
+    runs = 1 + int(np.count_nonzero(idx[1:] != idx[:-1])) if len(idx) else 0
+    vals = enc.dictionary
+    data_bytes = vals.buffers()[2].size if vals.buffers()[2] is not None else 0
+    values = data_bytes + d * 1.5 + 3 * NODE_COST
+    codes = codes_cost(d, f.n, runs)
+    if f.compact and f.n >= 4096:
+        codes = min(codes, zstd_cost(narrow_codes(idx, d)) + 2 * NODE_COST)
+    size = codes + values + 2 * NODE_COST
+    return Trial(size, lambda: _encode_dict(f.a))
+
+
+register_scheme(Scheme("vortex.dict", frozenset({"int", "float", "str"}), _estimate_dict, _encode_dict,
+                       priority=100))

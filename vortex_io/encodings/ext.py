@@ -9,6 +9,7 @@ from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..compute.kernels import compare_storage, is_in_storage, take, take_arrow
 from ..compute.numeric import validity
 from ..errors import MalformedStreamError
+from ._scheme import NODE_COST, Facts, Scheme, Trial, register_scheme
 
 
 class ExtEncoding(Encoding):
@@ -67,3 +68,27 @@ EXT = register_encoding(ExtEncoding())
 
 def ext_array(dtype: dt.Extension, storage: Array) -> Array:
     return Array(EXT, dtype, len(storage), children=[storage])
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_ext_storage(a: Array, params: Any = None) -> Array | None:
+    c = a.canonical()
+    if c.encoding != "vortex.ext":
+        return None
+    return ext_array(a.dtype, c.children[0])
+
+
+def _estimate_ext(f: Facts, comp: Any) -> Trial | None:
+    r = _encode_ext_storage(f.a)
+    if r is None:
+        return None
+    storage = r.children[0]
+    best = comp.evaluate(storage, frozenset())
+    size = (best[0].size if best is not None else storage.nbytes) + NODE_COST
+    return Trial(size, lambda: r)
+
+
+register_scheme(Scheme("vortex.ext", frozenset({"ext"}), _estimate_ext, _encode_ext_storage,
+                       priority=50))

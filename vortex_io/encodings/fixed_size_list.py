@@ -7,7 +7,7 @@ from typing import Any
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..errors import MalformedStreamError
-from ._common import arrow_validity, validity_spec
+from ._common import arrow_validity, validity_mask, validity_spec
 
 
 class FixedSizeListEncoding(Encoding):
@@ -21,6 +21,9 @@ class FixedSizeListEncoding(Encoding):
     def child_specs(self, dtype: dt.FixedSizeList, length, meta, parts: ArrayParts):
         return [(dtype.element, length * dtype.size),
                 *validity_spec(self.id, dtype, length, parts.nchildren, 1)]
+
+    def validity(self, arr: Array) -> Any:
+        return validity_mask(arr.children[1] if len(arr.children) > 1 else None, len(arr))
 
     def to_arrow(self, arr: Array) -> Any:
         import pyarrow as pa

@@ -28,6 +28,7 @@ from ..compute.numeric import bound_answer, broadcast, int_bounds, validity
 from ..errors import MalformedStreamError
 from ..scalar import Scalar
 from . import fastlanes_layout as fl
+from ._scheme import NODE_COST, Facts, Scheme, Trial, as_unsigned, packed_cost, register_scheme
 from .primitive import primitive_array, primitive_values
 
 __all__ = ["FoREncoding", "FOR", "for_array", "for_encode"]
@@ -177,3 +178,21 @@ def for_encode(array: Array, *, bitpack: bool = True) -> Array:
 
         enc = _bitpack(enc)
     return for_array(enc, ref, c.dtype)
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_for(a: Array, params: Any = None) -> Array | None:
+    return for_encode(a, bitpack=False)
+
+
+def _estimate_for(f: Facts, comp: Any) -> Trial | None:
+    if f.lo is None or f.lo == 0:
+        return None  # reference 0: plain bit-packing is the same thing
+    size = packed_cost(as_unsigned(f.vkey - f.lo), f.n) + f.validity_bytes + 2 * NODE_COST
+    return Trial(size, lambda: _encode_for(f.a))
+
+
+register_scheme(Scheme("fastlanes.for", frozenset({"int"}), _estimate_for, _encode_for,
+                       priority=70))

@@ -45,6 +45,7 @@ from ..compute.numeric import (
 from ..errors import LimitExceededError, MalformedStreamError
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, validity_mask, validity_spec
+from ._scheme import NODE_COST, Facts, Scheme, Trial, int_cost, register_scheme
 from .bool_ import bool_array
 from .constant import constant_array
 from .primitive import primitive_array
@@ -926,3 +927,46 @@ def fsst_encode(array: Array, symbol_table: SymbolTable | None = None) -> Array:
                        codes],
               children=kids, meta=FSSTMeta(up, cp))
     return a
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_fsst(a: Array, params: Any = None) -> Array | None:
+    return fsst_encode(a, params)
+
+
+def _estimate_fsst(f: Facts, comp: Any) -> Trial | None:
+    data, offsets, _ = f.string_parts
+    if len(data) < 1024 or len(data) < 2 * f.n:
+        return None  # too little text to pay for a symbol table
+    # at best: 8 bytes per code, a code per non-empty row, a bit per row for the offsets
+    nonempty = int(np.count_nonzero(offsets[1:] != offsets[:-1]))
+    if len(data) / 8 + nonempty + f.n / 8 >= f.best_size:
+        return None
+    if f.sample_idx is None:
+        sd, so = data, offsets
+    else:
+        sd, so, _ = string_parts(f.sample)
+    # the estimate trains on the sample; the encoding on the whole array unless the
+    # sample holds about as much text as training looks at anyway
+    table = fsst_train(sd, so)
+    codes, co = fsst_compress(table, sd, so)
+    ns = len(so) - 1
+    lens = np.diff(so)
+    size = (len(codes) + int_cost(lens, ns, compact=f.compact)
+            + int_cost(co, ns + 1, dict_=False, compact=f.compact))
+    size = size * f.n / max(ns, 1) + 9 * len(table) + f.validity_bytes + 3 * NODE_COST
+    trial = Trial(size, lambda: None, table)
+
+    def build() -> Array | None:
+        if len(sd) < 16384 and len(data) > len(sd):
+            trial.params = fsst_train(data, offsets)
+        return _encode_fsst(f.a, trial.params)
+
+    trial.build = build
+    return trial
+
+
+register_scheme(Scheme("vortex.fsst", frozenset({"str"}), _estimate_fsst, _encode_fsst,
+                       priority=150))

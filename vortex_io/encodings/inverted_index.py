@@ -1,8 +1,10 @@
 """``vortex_io.inverted_index``: a string column stored as an inverted index.
 
 This is also the worked example of adding an encoding from outside the core: it uses only
-the public API (``vortex_io.Encoding``, ``vortex_io.register_encoding``) and registers
-itself exactly as a user's module would.
+public names (``vortex_io`` and the authors' toolkit ``vortex_io.encodings``), registers
+itself and its compression scheme exactly as a user's module would, and the core never
+imports it: this project's ``pyproject.toml`` publishes it as an entry point of the group
+``vortex_io.encodings``, so a stream or a write naming ``vortex_io.inverted_index`` loads it.
 
 Logical dtype: ``Utf8`` (nullable or not) — unchanged. Physical layout:
 
@@ -22,7 +24,7 @@ unique) and rejects a malformed index with ``MalformedStreamError``. ``==``, ``!
 ``IN`` read only the dictionary and the posting lists they need.
 
 >>> import vortex_io as vio
->>> from vortex_io.encodings import InvertedIndex
+>>> from vortex_io.encodings.inverted_index import InvertedIndex
 >>> a = InvertedIndex.encode(vio.array(["London", "Paris", None, "London"]))
 >>> a.encoding
 'vortex_io.inverted_index'
@@ -31,8 +33,10 @@ unique) and rejects a malformed index with ``MalformedStreamError``. ``==``, ``!
 >>> a.to_pylist()
 ['London', 'Paris', None, 'London']
 
-vortex-data cannot read this encoding; ``write_ipc(..., encodings={"city":
-"vortex_io.inverted_index"})`` opts a column in.
+vortex-data cannot read this encoding, so the compressor never picks it on its own (its
+scheme is opt-in): ``write_ipc(..., encodings={"city": "vortex_io.inverted_index"})`` forces
+it on a column, ``encodings={"city": ["vortex_io.inverted_index", "vortex.dict"]}`` lets the
+search weigh it against a dictionary.
 """
 
 from __future__ import annotations
@@ -43,22 +47,29 @@ import numpy as np
 
 import vortex_io
 from vortex_io import dtype as dt
-from vortex_io.array import Array, ArrayParts
-from vortex_io.compress import register_encoder
-from vortex_io.errors import MalformedStreamError
-from vortex_io.proto import ProtoWriter, parse
+from vortex_io.encodings import (
+    NODE_COST,
+    Array,
+    ArrayParts,
+    Facts,
+    MalformedStreamError,
+    ProtoWriter,
+    Scheme,
+    Trial,
+    bool_array,
+    canonical_ints,
+    int_cost,
+    parse_proto,
+    primitive_array,
+    register_scheme,
+    validity_mask,
+)
 
 __all__ = ["InvertedIndex"]
 
 _U32 = dt.Primitive(dt.PType.U32)
 _BOOL = dt.Bool()
 _UTF8 = dt.Utf8()
-
-
-def _ints(a: Array, what: str) -> np.ndarray:
-    from vortex_io.encodings._common import canonical_ints
-
-    return canonical_ints(a, what)
 
 
 class InvertedIndex(vortex_io.Encoding):
@@ -72,7 +83,7 @@ class InvertedIndex(vortex_io.Encoding):
             raise MalformedStreamError(f"{self.id} holds utf8 columns, not {dtype!r}")
 
     def parse_metadata(self, raw: bytes, dtype: dt.DType, length: int) -> tuple[int, int]:
-        f = parse(raw, "InvertedIndexMetadata")
+        f = parse_proto(raw, "InvertedIndexMetadata")
         card, npost = f.get_uint(1, 0), f.get_uint(2, 0)
         if npost > length:
             raise MalformedStreamError(f"{self.id}: {npost} postings for {length} rows")
@@ -90,10 +101,17 @@ class InvertedIndex(vortex_io.Encoding):
         return specs
 
     def validate(self, arr: Array, limits: Any) -> None:
+        self._parts(arr)
+
+    def _parts(self, arr: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(offsets, rows, validity mask), checked once per node."""
+        return arr.memo("ii", lambda: self._checked(arr))
+
+    def _checked(self, arr: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         card, npost = arr.meta
         n = len(arr)
-        offs = _ints(arr.children[1], f"{self.id} offsets").astype(np.int64)
-        rows = _ints(arr.children[2], f"{self.id} rows").astype(np.int64)
+        offs = canonical_ints(arr.children[1], f"{self.id} offsets").astype(np.int64)
+        rows = canonical_ints(arr.children[2], f"{self.id} rows").astype(np.int64)
         if offs[0] != 0 or offs[-1] != npost or (np.diff(offs) < 0).any():
             raise MalformedStreamError(f"{self.id}: offsets must rise from 0 to {npost}")
         if card and (np.diff(offs) == 0).any():
@@ -109,8 +127,6 @@ class InvertedIndex(vortex_io.Encoding):
             starts[inner - 1] = True
             if ((steps <= 0) & ~starts).any():
                 raise MalformedStreamError(f"{self.id}: postings are not sorted within a value")
-        from vortex_io.encodings._common import validity_mask
-
         valid = validity_mask(arr.children[3] if len(arr.children) > 3 else None, n)
         expect = np.ones(n, dtype=np.int64) if valid is None else valid.astype(np.int64)
         if not np.array_equal(np.bincount(rows, minlength=n)[:n], expect) or len(rows) != expect.sum():
@@ -123,18 +139,11 @@ class InvertedIndex(vortex_io.Encoding):
             raise MalformedStreamError(f"{self.id}: the dictionary holds a null")
         if len(pc.unique(dictionary)) != card:
             raise MalformedStreamError(f"{self.id}: dictionary values are not unique")
-        arr._cache["ii"] = (offs, rows, valid)
-
-    def _parts(self, arr: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        if "ii" not in arr._cache:
-            self.validate(arr, None)
-        return arr._cache["ii"]
+        return offs, rows, valid
 
     # -- decode ----------------------------------------------------------------------
     def canonicalize(self, arr: Array) -> Array:
-        from vortex_io.arrow import from_arrow
-
-        return from_arrow(self.to_arrow(arr), dtype=arr.dtype)
+        return vortex_io.array(self.to_arrow(arr), arr.dtype)
 
     def to_arrow(self, arr: Array) -> Any:
         import pyarrow as pa
@@ -202,10 +211,6 @@ class InvertedIndex(vortex_io.Encoding):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from vortex_io.arrow import from_arrow
-        from vortex_io.encodings.bool_ import bool_array
-        from vortex_io.encodings.primitive import primitive_array
-
         if not isinstance(array, Array):
             array = vortex_io.array(array)
         if not isinstance(array.dtype, dt.Utf8):
@@ -228,14 +233,14 @@ class InvertedIndex(vortex_io.Encoding):
         counts = np.bincount(codes[sel], minlength=card)
         offs = np.zeros(card + 1, dtype=np.uint32)
         np.cumsum(counts, out=offs[1:])
-        dictionary = from_arrow(enc.dictionary.cast(pa.string()), dtype=_UTF8)
+        dictionary = vortex_io.array(enc.dictionary.cast(pa.string()), _UTF8)
         children = [dictionary, primitive_array(offs), primitive_array(order.astype(np.uint32))]
         if valid is not None:
             children.append(bool_array(valid))
         meta = ProtoWriter().varint(1, card).varint(2, len(order)).finish()
         out = Array(_INSTANCE, array.dtype, n, metadata=meta, children=children,
                     meta=(card, len(order)))
-        out._cache["ii"] = (offs.astype(np.int64), order, valid)
+        out.memo("ii", lambda: (offs.astype(np.int64), order, valid))
         return out
 
     def describe(self, arr: Array) -> str:
@@ -247,4 +252,29 @@ class InvertedIndex(vortex_io.Encoding):
 
 _INSTANCE = InvertedIndex()
 vortex_io.register_encoding(_INSTANCE)
-register_encoder(InvertedIndex.id, InvertedIndex.encode)
+
+
+# -- compression scheme -------------------------------------------------------------------
+
+
+def _encode(array: Array, params: Any = None) -> Array | None:
+    return InvertedIndex.encode(array)
+
+
+def _estimate(f: Facts, compressor: Any) -> Trial | None:
+    """The index is built for real (vectorized, and the scheme only runs where a caller
+    named it); its children are priced as the cascade will compress them: the dictionary's
+    text with offsets, the offsets and the row IDs (sorted within a value: bit-packed)."""
+    if f.n >= 2**32 or f.nulls == f.n:
+        return None
+    r = _encode(f.a)
+    offs, rows, _ = _INSTANCE._parts(r)
+    dictionary = r.children[0].to_arrow()
+    text = sum(b.size for b in dictionary.buffers()[2:3] if b is not None)
+    text_offsets = np.asarray(dictionary.offsets)
+    size = (text + int_cost(text_offsets) + int_cost(offs) + int_cost(rows, f.n)
+            + f.validity_bytes + 5 * NODE_COST)
+    return Trial(size, lambda: r)
+
+
+register_scheme(Scheme(InvertedIndex.id, frozenset({"str"}), _estimate, _encode, opt_in=True))

@@ -10,7 +10,7 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
-from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_spec
+from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_mask, validity_spec
 from .varbin import arrow_offsets, check_offsets
 
 
@@ -30,6 +30,9 @@ class ListEncoding(Encoding):
         elements_len, optype = meta
         return [(dtype.element, elements_len), (dt.Primitive(optype), length + 1),
                 *validity_spec(self.id, dtype, length, parts.nchildren, 2)]
+
+    def validity(self, arr: Array) -> Any:
+        return validity_mask(arr.children[2] if len(arr.children) > 2 else None, len(arr))
 
     def offsets(self, arr: Array) -> np.ndarray:
         return arr.memo("offsets", lambda: _checked_offsets(arr))

@@ -11,7 +11,7 @@ from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..arrow import arrow_take
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
-from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_spec
+from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_mask, validity_spec
 from .varbin import arrow_offsets
 
 
@@ -33,6 +33,9 @@ class ListViewEncoding(Encoding):
         return [(dtype.element, elements_len), (dt.Primitive(optype), length),
                 (dt.Primitive(sptype), length),
                 *validity_spec(self.id, dtype, length, parts.nchildren, 3)]
+
+    def validity(self, arr: Array) -> Any:
+        return validity_mask(arr.children[3] if len(arr.children) > 3 else None, len(arr))
 
     def to_arrow(self, arr: Array) -> Any:
         import pyarrow as pa

@@ -26,6 +26,11 @@ class NullEncoding(Encoding):
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         return null_array(stop - start)
 
+    def validity(self, arr: Array) -> Any:
+        import numpy as np
+
+        return np.zeros(len(arr), dtype=np.bool_)
+
 
 NULL = register_encoding(NullEncoding())
 

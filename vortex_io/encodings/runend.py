@@ -27,6 +27,7 @@ from ..errors import MalformedStreamError, UnsupportedError
 from ..limits import limits_of
 from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, validity_mask
+from ._scheme import NODE_COST, Facts, Scheme, Trial, bit_length, int_cost, register_scheme
 from .bool_ import bool_array, bool_values
 from .dict_ import estimate_row_width, narrowest_uint, repeat_canonical
 from .primitive import primitive_array, primitive_values
@@ -214,7 +215,8 @@ def runend_encode(array: Any) -> Array:
     Floats compare by bit pattern; nulls form runs of their own. Ends use the narrowest
     unsigned type that holds the length.
     """
-    from .dict_ import _to_vortex, _with_validity
+    from ._common import validity_child
+    from .dict_ import _to_vortex
 
     arr = _to_vortex(array)
     c = arr.canonical()
@@ -239,8 +241,44 @@ def runend_encode(array: Any) -> Array:
     firsts = np.concatenate([[0], starts]).astype(np.intp) if n else np.zeros(0, dtype=np.intp)
     vmask = None if valid is None else valid[firsts]
     if isinstance(d, dt.Primitive):
-        values = primitive_array(vals[firsts], _with_validity(vmask), nullable=d.nullable, ptype=d.ptype)
+        values = primitive_array(vals[firsts], validity_child(vmask), nullable=d.nullable, ptype=d.ptype)
     else:
-        values = bool_array(vals[firsts], _with_validity(vmask), nullable=d.nullable)
+        values = bool_array(vals[firsts], validity_child(vmask), nullable=d.nullable)
     ep = narrowest_uint(n)
     return runend_array(primitive_array(ends.astype(ep.np_dtype)), values, n)
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_runend(a: Array, params: Any = None) -> Array | None:
+    return runend_encode(a)
+
+
+def _estimate_runend(f: Facts, comp: Any) -> Trial | None:
+    r = f.runs
+    if r * 4 > f.n:
+        return None
+    starts = np.concatenate(([0], f.run_starts))
+    ends = r * bit_length(f.n) / 8 + 2 * NODE_COST
+    if f.kind == "int":
+        rv = f.key[starts]
+        rmask = None if f.mask is None else f.mask[starts]
+        values = int_cost(rv if rmask is None else rv[rmask], r, 0 if rmask is None else r - int(rmask.sum()),
+                           compact=f.compact)
+    else:
+        values = r * f.key.dtype.itemsize + (r + 7) // 8 * (f.nulls > 0) + NODE_COST
+    return Trial(ends + values + NODE_COST, lambda: _encode_runend(f.a))
+
+
+def _estimate_bool_runend(f: Facts, comp: Any) -> Trial | None:
+    if f.nulls or f.runs * 4 > f.n:
+        return None
+    size = f.runs * (bit_length(f.n) + 1) / 8 + 3 * NODE_COST
+    return Trial(size, lambda: _encode_runend(f.a))
+
+
+register_scheme(Scheme("vortex.runend", frozenset({"int", "float"}), _estimate_runend, _encode_runend,
+                       priority=110))
+register_scheme(Scheme("vortex.runend", frozenset({"bool"}), _estimate_bool_runend, _encode_runend,
+                       priority=190))

@@ -25,6 +25,7 @@ from ..compute.numeric import FLIP, py_compare
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse, zigzag_decode
 from ..scalar import value_to_proto
+from ._scheme import Facts, Scheme, Trial, register_scheme
 from .primitive import primitive_array, primitive_values
 
 __all__ = ["SequenceMeta", "sequence_array", "sequence_encode"]
@@ -207,3 +208,31 @@ def sequence_encode(array: Any) -> Array | None:
     if not np.array_equal(expect, vals):
         return None
     return sequence_array(base, step, n, d)
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_sequence(a: Array, params: Any = None) -> Array | None:
+    if not _is_int(a):
+        return None
+    return sequence_encode(a)
+
+
+def _estimate_sequence(f: Facts, comp: Any) -> Trial | None:
+    if f.nulls or f.n < 2:
+        return None
+    k = f.key
+    step = int(k[1]) - int(k[0])
+    if step == 0 or int(k[-1]) - int(k[0]) != step * (f.n - 1):
+        return None
+    r = _encode_sequence(f.a)
+    return None if r is None else Trial(0, lambda: r)
+
+
+def _is_int(a: Array) -> bool:
+    return isinstance(a.dtype, dt.Primitive) and a.dtype.ptype.is_int
+
+
+register_scheme(Scheme("vortex.sequence", frozenset({"int"}), _estimate_sequence, _encode_sequence, cascade=False, exact=True,
+                       priority=20))

@@ -30,6 +30,7 @@ from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
 from ..scalar import value_from_proto, value_to_proto
 from ._common import canonical_ints, validity_mask
+from ._scheme import NODE_COST, Facts, Scheme, Trial, bit_length, int_cost, register_scheme
 from .bool_ import bool_array, bool_values
 from .constant import constant_array
 from .dict_ import estimate_row_width, narrowest_uint
@@ -114,7 +115,7 @@ class SparseEncoding(Encoding):
         check_decoded_size(n * width, f"vortex.sparse of {n} rows", limits)
 
     def canonicalize(self, arr: Array) -> Array:
-        from .dict_ import _with_validity
+        from ._common import validity_child
 
         n = len(arr)
         meta: PatchesMeta = arr.meta
@@ -139,8 +140,8 @@ class SparseEncoding(Encoding):
                 mask = np.ones(n, dtype=np.bool_)
                 mask[pos] = pmask
             if isinstance(d, dt.Primitive):
-                return primitive_array(out, _with_validity(mask), nullable=d.nullable, ptype=d.ptype)
-            return bool_array(out, _with_validity(mask), nullable=d.nullable)
+                return primitive_array(out, validity_child(mask), nullable=d.nullable, ptype=d.ptype)
+            return bool_array(out, validity_child(mask), nullable=d.nullable)
         return _sparse_generic(d, n, fill, pos, values)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
@@ -270,7 +271,8 @@ def sparse_encode(array: Any, fill: Any = None) -> Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .dict_ import _to_vortex, _with_validity, take_canonical
+    from ._common import validity_child
+    from .dict_ import _to_vortex, take_canonical
 
     arr = _to_vortex(array)
     d = arr.dtype
@@ -302,9 +304,9 @@ def sparse_encode(array: Any, fill: Any = None) -> Array:
             return constant_array(fill, n, d)
         pv = valid[pos] if valid is not None else None
         if isinstance(d, dt.Primitive):
-            values = primitive_array(vals[pos], _with_validity(pv), nullable=d.nullable, ptype=d.ptype)
+            values = primitive_array(vals[pos], validity_child(pv), nullable=d.nullable, ptype=d.ptype)
         else:
-            values = bool_array(vals[pos], _with_validity(pv), nullable=d.nullable)
+            values = bool_array(vals[pos], validity_child(pv), nullable=d.nullable)
     elif isinstance(d, (dt.Utf8, dt.Binary)):
         a = c.to_arrow()
         if isinstance(a, pa.ChunkedArray):
@@ -353,3 +355,42 @@ def _most_frequent(key: np.ndarray, vals: np.ndarray, valid: np.ndarray | None, 
     if isinstance(d, dt.Bool):
         return bool(v)
     return v.item()
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_sparse(a: Array, params: Any = None) -> Array | None:
+    return sparse_encode(a)
+
+
+def _estimate_sparse(f: Facts, comp: Any) -> Trial | None:
+    top, count = f.top
+    fill = max(count, f.nulls)
+    e = f.n - fill
+    if e * 5 > f.n * 2:
+        return None
+    idx = e * bit_length(f.n) / 8 + 2 * NODE_COST
+    if f.kind == "int" and e:
+        vals = f.vkey[f.vkey != top] if count >= f.nulls else f.vkey
+        values = int_cost(vals, e, e - len(vals), compact=f.compact)
+    else:
+        values = e * f.key.dtype.itemsize + NODE_COST
+    return Trial(idx + values + 2 * NODE_COST, lambda: _encode_sparse(f.a))
+
+
+def _estimate_bool_sparse(f: Facts, comp: Any) -> Trial | None:
+    if f.nulls:
+        return None
+    ones = int(np.count_nonzero(f.key))
+    e = min(ones, f.n - ones)
+    if e * 5 > f.n * 2:
+        return None
+    size = e * bit_length(f.n) / 8 + 4 * NODE_COST
+    return Trial(size, lambda: _encode_sparse(f.a))
+
+
+register_scheme(Scheme("vortex.sparse", frozenset({"int", "float"}), _estimate_sparse, _encode_sparse,
+                       priority=120))
+register_scheme(Scheme("vortex.sparse", frozenset({"bool"}), _estimate_bool_sparse, _encode_sparse,
+                       priority=180))

@@ -13,12 +13,15 @@ Decoding is ``x = (u >> 1) ^ -(u & 1)``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..errors import MalformedStreamError
+from ._scheme import NODE_COST, Facts, Scheme, Trial, packed_cost, register_scheme
 from .primitive import primitive_array, primitive_values
 
 __all__ = ["ZigZagEncoding", "ZIGZAG", "zigzag_array", "zigzag_encode", "zigzag_decode_values",
@@ -108,3 +111,23 @@ def zigzag_encode(array: Array, *, bitpack: bool = False) -> Array:
 
         enc = _bitpack(enc)
     return zigzag_array(enc, c.dtype)
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_zigzag(a: Array, params: Any = None) -> Array | None:
+    if not a.dtype.ptype.is_signed_int:
+        return None
+    return zigzag_encode(a)
+
+
+def _estimate_zigzag(f: Facts, comp: Any) -> Trial | None:
+    if f.lo is None or f.vkey.dtype.kind != "i" or f.lo >= 0:
+        return None
+    size = packed_cost(zigzag_encode_values(f.vkey), f.n) + f.validity_bytes + 2 * NODE_COST
+    return Trial(size, lambda: _encode_zigzag(f.a))
+
+
+register_scheme(Scheme("vortex.zigzag", frozenset({"int"}), _estimate_zigzag, _encode_zigzag,
+                       priority=80))

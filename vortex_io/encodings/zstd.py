@@ -27,6 +27,7 @@ from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_en
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import LEN, ProtoWriter, parse
 from ._common import validity_mask, validity_spec
+from ._scheme import NODE_COST, Facts, Scheme, Trial, register_scheme, zstd_cost
 from .primitive import primitive_array, primitive_values
 
 __all__ = ["ZstdEncoding", "zstd_encode"]
@@ -275,3 +276,34 @@ def zstd_encode(array: Array, *, level: int = 3, values_per_frame: int = 0,
     a = Array(ZSTD, array.dtype, n, metadata=mw.finish(), buffers=bufs,
               children=[v] if v is not None else [])
     return a
+
+
+# -- compression scheme (estimate + encode, registered with the compressor) ----------
+
+
+def _encode_zstd(a: Array, params: Any = None) -> Array | None:
+    return zstd_encode(a, use_dictionary=False)
+
+
+def _estimate_zstd(f: Facts, comp: Any) -> Trial | None:
+    """Compact mode: zstd over narrow integers (dictionary codes, small parts) or strings."""
+    if not f.compact or f.n < 4096:
+        return None
+    if f.kind == "int":
+        if f.key.dtype.itemsize > 2:
+            return None  # wide values: FoR / bit-packing first, which narrows nothing
+        size = zstd_cost(f.vkey)
+    elif f.kind == "str":
+        enc = f.string_dict
+        if enc is not None and len(enc.dictionary) * 2 <= f.n:
+            return None  # repeated values: a dictionary with zstd codes, which decodes faster
+        # length-prefixed values: compress them for real (fast), the size is exact
+        r = _encode_zstd(f.a)
+        return None if r is None else Trial(r.nbytes + f.validity_bytes + 2 * NODE_COST, lambda: r)
+    else:
+        return None
+    return Trial(size + f.validity_bytes + 2 * NODE_COST, lambda: _encode_zstd(f.a))
+
+
+register_scheme(Scheme("vortex.zstd", frozenset({"int", "str"}), _estimate_zstd, _encode_zstd,
+                       priority=170))
