@@ -25,7 +25,7 @@ import numpy as np
 
 from . import dtype as dt
 from .compute.expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
-from .compute.kernels import _int_range_shortcut, coerce_literal
+from .compute.kernels import coerce_literal, int_range_shortcut
 from .compute.numeric import decimal_unscaled
 
 __all__ = ["lower"]
@@ -109,7 +109,7 @@ def _lower_cmp(f: int, fd: dt.DType, op: str, v: Any) -> tuple[Any, ...]:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise _NotNative
         if isinstance(v, float):
-            r = _int_range_shortcut(s.ptype, v, op)  # NaN, infinities, fractions
+            r = int_range_shortcut(s.ptype, v, op)  # NaN, infinities, fractions
             if isinstance(r, bool):
                 return ("cmpconst", f, r, pr)
             op, v = r

@@ -395,7 +395,7 @@ def arrow_take(a: pa.Array, idx: np.ndarray) -> pa.Array:
     """``a.take(idx)``, also for ``string_view``/``binary_view`` (pyarrow has no take
     kernel for views: gather the 16-byte views and share the data buffers)."""
     if not (pa.types.is_string_view(a.type) or pa.types.is_binary_view(a.type)):
-        plain = _without_views(a.type)
+        plain = without_views(a.type)
         if plain == a.type:
             return a.take(pa.array(idx))
         return a.cast(plain).take(pa.array(idx)).cast(a.type)  # views nested inside
@@ -433,6 +433,6 @@ def _no_view(t: pa.DataType) -> pa.DataType:
     return pa.binary() if pa.types.is_binary_view(t) else t
 
 
-def _without_views(t: pa.DataType) -> pa.DataType:
+def without_views(t: pa.DataType) -> pa.DataType:
     """``t`` with string_view/binary_view replaced by string/binary at any depth."""
     return map_arrow_type(t, _no_view)

@@ -190,7 +190,7 @@ def coerce_literal(d: dt.DType, value: Any) -> Any:
     raise LiteralError(f"comparisons on {d!r} columns are not supported")
 
 
-def _int_range_shortcut(ptype: dt.PType, value: Any, op: str) -> tuple[str, Any] | bool:
+def int_range_shortcut(ptype: dt.PType, value: Any, op: str) -> tuple[str, Any] | bool:
     """Rewrite an int-column comparison with an out-of-range or fractional literal.
 
     Returns (op, int value), or a bool when every non-null row gives that answer.
@@ -278,9 +278,9 @@ def compare_storage(array: Array, v: Any, op: str) -> Mask:
     n = len(array)
     s = _storage(array.dtype)
     if isinstance(s, dt.Primitive) and s.ptype.is_int:
-        r = _int_range_shortcut(s.ptype, v, op)
+        r = int_range_shortcut(s.ptype, v, op)
         if not isinstance(r, bool) and isinstance(v, float):
-            r = _int_range_shortcut(s.ptype, r[1], r[0])  # the rounded literal may be out of range
+            r = int_range_shortcut(s.ptype, r[1], r[0])  # the rounded literal may be out of range
         if isinstance(r, bool):
             vals, _ = mask_const(n, r)
             valid = _validity_of(array)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -117,3 +118,74 @@ def validity_child(valid: np.ndarray | None) -> Array | None:
     from .bool_ import bool_array
 
     return bool_array(valid)
+
+
+def as_array(obj: Any) -> Array:
+    """``obj`` as a ``vortex_io.Array`` (an Array as is; Arrow data converted)."""
+    if isinstance(obj, Array):
+        return obj
+    from ..arrow import from_arrow
+
+    return from_arrow(obj)
+
+
+def narrowest_uint(maximum: int) -> dt.PType:
+    """The narrowest unsigned ptype holding ``0..maximum``."""
+    for p in (dt.PType.U8, dt.PType.U16, dt.PType.U32, dt.PType.U64):
+        if maximum < 1 << (8 * p.byte_width):
+            return p
+    raise ValueError(f"{maximum} does not fit in 64 bits")
+
+
+def narrowest_int(lo: int, hi: int) -> dt.PType:
+    """The narrowest integer type holding ``lo..hi`` (unsigned when ``lo >= 0``)."""
+    if lo >= 0:
+        for p in (dt.PType.U8, dt.PType.U16, dt.PType.U32, dt.PType.U64):
+            if hi < (1 << (8 * p.byte_width)):
+                return p
+    for p in (dt.PType.I8, dt.PType.I16, dt.PType.I32, dt.PType.I64):
+        b = 8 * p.byte_width - 1
+        if -(1 << b) <= lo and hi < (1 << b):
+            return p
+    return dt.PType.I64  # pragma: no cover - i64 inputs always fit
+
+
+@functools.lru_cache(maxsize=1024)
+def decoded_width(d: dt.DType) -> int:
+    """Rough decoded bytes per row, for the expansion limit (dtypes are immutable: cached,
+    it runs for every message)."""
+    if isinstance(d, dt.Extension):
+        return decoded_width(d.storage)
+    if isinstance(d, dt.Primitive):
+        return d.ptype.byte_width
+    if isinstance(d, dt.Decimal):
+        return 16
+    if isinstance(d, dt.Struct):
+        return sum(decoded_width(x) for x in d.dtypes) + 1
+    if isinstance(d, dt.FixedSizeList):
+        return d.size * decoded_width(d.element) + 1
+    if isinstance(d, (dt.Utf8, dt.Binary, dt.List)):
+        return 4
+    return 1
+
+
+def text_sample(data: np.ndarray, offsets: np.ndarray, target: int, max_row: int
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """A deterministic sample of about ``target`` bytes: evenly spaced rows, each cut to
+    at most ``max_row`` bytes."""
+    n = len(offsets) - 1
+    total = int(offsets[-1]) if n else 0
+    if n == 0:
+        return data[:0], offsets[:1]
+    lens = np.minimum(np.diff(offsets), max_row)
+    if total > target:
+        stride = max(1, int(np.ceil(int(lens.sum()) / target)))
+        rows = np.arange(0, n, stride)
+    else:
+        rows = np.arange(n)
+    starts = offsets[:-1][rows]
+    lens = lens[rows]
+    new = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lens, out=new[1:])
+    idx = np.repeat(starts - new[:-1], lens) + np.arange(int(new[-1]), dtype=np.int64)
+    return data[idx], new

@@ -35,7 +35,7 @@ from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import OPS, broadcast, decoded, isin_values, np_literal, validity
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
-from ._common import validity_mask
+from ._common import as_array, validity_mask
 from ._scheme import NODE_COST, Facts, Scheme, Trial, index_width, int_cost, register_scheme
 from .bool_ import bool_array
 from .patches import PatchesMeta, apply_patches, make_patches, patch_hits
@@ -425,9 +425,8 @@ def alp_encode(array: Any, exponents: tuple[int, int] | None = None) -> Array:
     """ALP-encode an f32/f64 array (``vortex_io.Array`` or Arrow). Exceptions (values that
     do not round-trip bit-exactly) become patches; their slots, and null slots, hold the
     first encodable value. The result always decodes to the input bit for bit."""
-    from .dict_ import _to_vortex
 
-    arr = _to_vortex(array)
+    arr = as_array(array)
     d = arr.dtype
     if not isinstance(d, dt.Primitive) or d.ptype not in (dt.PType.F32, dt.PType.F64):
         raise UnsupportedError(f"ALP encodes f32 and f64 arrays, not {d!r}")

@@ -29,7 +29,7 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
-from ._common import canonical_ints, int_ptype_of
+from ._common import as_array, canonical_ints, int_ptype_of
 from ._scheme import (
     NODE_COST,
     Facts,
@@ -219,9 +219,8 @@ def alprd_encode(array: Any) -> Array:
     """ALP-RD-encode an f32/f64 array (``vortex_io.Array`` or Arrow): the dictionary and
     cut are chosen on a sample; left parts not in the dictionary become patches. Null
     rows get code 0 and right part 0. Decodes to the input bit for bit."""
-    from .dict_ import _to_vortex
 
-    arr = _to_vortex(array)
+    arr = as_array(array)
     d = arr.dtype
     if not isinstance(d, dt.Primitive) or d.ptype not in _BITS:
         raise UnsupportedError(f"ALP-RD encodes f32 and f64 arrays, not {d!r}")

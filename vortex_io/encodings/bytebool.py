@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding
 from ..errors import MalformedStreamError, UnsupportedError
-from ._common import validity_spec
+from ._common import as_array, validity_spec
 from .bool_ import bool_array, bool_values
 
 __all__ = ["bytebool_array", "bytebool_encode"]
@@ -71,11 +71,10 @@ def bytebool_array(values: np.ndarray, validity: Array | None = None, nullable: 
 def bytebool_encode(array: Any) -> Array:
     """A bool array (``vortex_io.Array``, Arrow or numpy bools) as ``vortex.bytebool``;
     validity is kept as it is."""
-    from .dict_ import _to_vortex
 
     if isinstance(array, np.ndarray):
         return bytebool_array(array.astype(np.bool_, copy=False))
-    arr = _to_vortex(array)
+    arr = as_array(array)
     if not isinstance(arr.dtype, dt.Bool):
         raise UnsupportedError(f"bytebool encodes booleans, not {arr.dtype!r}")
     c = arr.canonical()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import decimal
-import functools
 from typing import Any
 
 from .. import dtype as dt
@@ -13,26 +12,8 @@ from ..compute.kernels import compare_storage, is_in_storage, mask_const
 from ..compute.numeric import broadcast
 from ..errors import MalformedStreamError
 from ..scalar import Scalar, value_from_proto, value_to_proto
+from ._common import decoded_width
 from ._scheme import Facts, Scheme, Trial, register_scheme
-
-
-@functools.lru_cache(maxsize=1024)
-def _estimate_width(d: dt.DType) -> int:
-    """Rough decoded bytes per row, for the expansion limit (dtypes are immutable: cached,
-    it runs for every message)."""
-    if isinstance(d, dt.Extension):
-        return _estimate_width(d.storage)
-    if isinstance(d, dt.Primitive):
-        return d.ptype.byte_width
-    if isinstance(d, dt.Decimal):
-        return 16
-    if isinstance(d, dt.Struct):
-        return sum(_estimate_width(x) for x in d.dtypes) + 1
-    if isinstance(d, dt.FixedSizeList):
-        return d.size * _estimate_width(d.element) + 1
-    if isinstance(d, (dt.Utf8, dt.Binary, dt.List)):
-        return 4
-    return 1
 
 
 class ConstantEncoding(Encoding):
@@ -43,7 +24,7 @@ class ConstantEncoding(Encoding):
 
     def validate(self, arr: Array, limits) -> None:
         v = constant_value(arr)
-        width = _estimate_width(arr.dtype)
+        width = decoded_width(arr.dtype)
         if isinstance(v, (str, bytes)):
             width += len(v)
         elif isinstance(v, list):

@@ -24,7 +24,7 @@ from ..compute.kernels import compare_storage, take
 from ..compute.numeric import OPS, int_bounds, validity
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
-from ._common import canonical_ints, int_ptype_of
+from ._common import canonical_ints, int_ptype_of, narrowest_int
 from ._scheme import NODE_COST, Facts, Scheme, Trial, int_cost, register_scheme
 from .constant import constant_value
 from .ext import ext_array
@@ -198,18 +198,6 @@ class DateTimePartsEncoding(Encoding):
 DATETIMEPARTS = register_encoding(DateTimePartsEncoding())
 
 
-def _narrowest(lo: int, hi: int) -> dt.PType:
-    """The narrowest integer type holding ``lo..hi`` (unsigned when ``lo >= 0``)."""
-    if lo >= 0:
-        for p in (dt.PType.U8, dt.PType.U16, dt.PType.U32, dt.PType.U64):
-            if hi < (1 << (8 * p.byte_width)):
-                return p
-    for p in (dt.PType.I8, dt.PType.I16, dt.PType.I32, dt.PType.I64):
-        b = 8 * p.byte_width - 1
-        if -(1 << b) <= lo and hi < (1 << b):
-            return p
-    return dt.PType.I64  # pragma: no cover - i64 inputs always fit
-
 
 def datetimeparts_encode(array: Array) -> Array:
     """Encode a ``vortex.timestamp`` array (s/ms/us/ns, any encoding) as
@@ -235,7 +223,7 @@ def datetimeparts_encode(array: Array) -> Array:
     secs, subs = np.divmod(rem, np.int64(d))
 
     def part(x: np.ndarray, validity: Array | None = None, nullable: bool = False) -> tuple[Array, dt.PType]:
-        p = _narrowest(int(x.min()), int(x.max())) if n else dt.PType.U8
+        p = narrowest_int(int(x.min()), int(x.max())) if n else dt.PType.U8
         return primitive_array(x.astype(p.np_dtype), validity, nullable=nullable), p
 
     days_a, dp = part(days, c.children[0] if c.children else None, array.dtype.nullable)

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _memory
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, register_encoding, typed_view
-from ..compute.kernels import _int_range_shortcut
+from ..compute.kernels import int_range_shortcut
 from ..compute.numeric import (
     OPS,
     bound_answer,
@@ -99,7 +99,7 @@ class DecimalEncoding(Encoding):
         if w == 16:
             return with_validity(_compare_i128(arr.buffers[0], n, r[1], r[0]), valid)
         p = _INT_PTYPE[w]
-        r2 = _int_range_shortcut(p, r[1], r[0])
+        r2 = int_range_shortcut(p, r[1], r[0])
         if isinstance(r2, bool):
             return broadcast(n, r2, valid)
         op2, iv = r2

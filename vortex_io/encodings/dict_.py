@@ -31,7 +31,14 @@ from ..compute.numeric import broadcast, decoded, int_bounds, validity, with_val
 from ..errors import MalformedStreamError, UnsupportedError
 from ..limits import DEFAULT_LIMITS, ReaderLimits, limits_of
 from ..proto import ProtoWriter, parse
-from ._common import int_ptype_of, validity_child, validity_mask
+from ._common import (
+    as_array,
+    decoded_width,
+    int_ptype_of,
+    narrowest_uint,
+    validity_child,
+    validity_mask,
+)
 from ._scheme import (
     NODE_COST,
     Facts,
@@ -44,7 +51,6 @@ from ._scheme import (
     zstd_cost,
 )
 from .bool_ import bool_array, bool_values
-from .constant import _estimate_width
 from .ext import ext_array
 from .null import null_array
 from .primitive import primitive_array, primitive_raw, primitive_values
@@ -92,8 +98,7 @@ class DictMeta:
 
 def estimate_row_width(d: dt.DType) -> int:
     """Rough decoded bytes per row of dtype ``d`` (used to bound expansions)."""
-
-    return _estimate_width(d)
+    return decoded_width(d)
 
 
 class DictEncoding(Encoding):
@@ -523,20 +528,6 @@ def repeat_canonical(values: Array, counts: np.ndarray, dtype: dt.DType | None =
 # -- encoding -----------------------------------------------------------------------------
 
 
-def narrowest_uint(maximum: int) -> dt.PType:
-    """The narrowest unsigned ptype holding ``maximum``."""
-    for p in (dt.PType.U8, dt.PType.U16, dt.PType.U32, dt.PType.U64):
-        if maximum < 1 << (8 * p.byte_width):
-            return p
-    raise ValueError(f"{maximum} does not fit in 64 bits")
-
-
-def _to_vortex(array: Any) -> Array:
-    if isinstance(array, Array):
-        return array
-
-    return from_arrow(array)
-
 
 def dict_encode(array: Any) -> Array:
     """Dictionary-encode an array (a ``vortex_io.Array`` or Arrow array).
@@ -549,7 +540,7 @@ def dict_encode(array: Any) -> Array:
     import pyarrow as pa
 
 
-    arr = _to_vortex(array)
+    arr = as_array(array)
     c = arr.canonical()
     d = arr.dtype
     if isinstance(d, dt.Primitive):

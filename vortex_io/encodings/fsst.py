@@ -44,7 +44,14 @@ from ..compute.numeric import (
 )
 from ..errors import LimitExceededError, MalformedStreamError
 from ..proto import ProtoWriter, parse
-from ._common import canonical_ints, int_ptype_of, validity_mask, validity_spec
+from ._common import (
+    canonical_ints,
+    int_ptype_of,
+    narrowest_uint,
+    text_sample,
+    validity_mask,
+    validity_spec,
+)
 from ._scheme import NODE_COST, Facts, Scheme, Trial, int_cost, register_scheme
 from .bool_ import bool_array
 from .constant import constant_array
@@ -58,7 +65,6 @@ __all__ = [
     "fsst_compress",
     "fsst_decompress",
     "string_parts",
-    "narrow_uint_ptype",
     "offsets_from_lengths",
     "validity_from_mask",
     "scatter_words",
@@ -149,14 +155,6 @@ def decode_tokens(out: np.ndarray, tok: np.ndarray, lentab: np.ndarray, valtab: 
                 scatter_words(out, pos[long_] + 8, hi_tab[t[long_]])
         base = end
     return base
-
-
-def narrow_uint_ptype(max_value: int) -> dt.PType:
-    """The narrowest unsigned integer type holding ``0..max_value``."""
-    for p in (dt.PType.U8, dt.PType.U16, dt.PType.U32):
-        if max_value < (1 << (8 * p.byte_width)):
-            return p
-    return dt.PType.U64
 
 
 def offsets_from_lengths(lengths: np.ndarray) -> Array:
@@ -820,28 +818,6 @@ def fsst_compress(table: SymbolTable, data: np.ndarray, offsets: np.ndarray
     return out, co
 
 
-def _sample(data: np.ndarray, offsets: np.ndarray, target: int, max_row: int
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """A deterministic sample of about ``target`` bytes: evenly spaced rows, each cut to
-    at most ``max_row`` bytes."""
-    n = len(offsets) - 1
-    total = int(offsets[-1]) if n else 0
-    if n == 0:
-        return data[:0], offsets[:1]
-    lens = np.minimum(np.diff(offsets), max_row)
-    if total > target:
-        stride = max(1, int(np.ceil(int(lens.sum()) / target)))
-        rows = np.arange(0, n, stride)
-    else:
-        rows = np.arange(n)
-    starts = offsets[:-1][rows]
-    lens = lens[rows]
-    new = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(lens, out=new[1:])
-    idx = np.repeat(starts - new[:-1], lens) + np.arange(int(new[-1]), dtype=np.int64)
-    return data[idx], new
-
-
 def _count_tokens(keys: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The distinct (key, length) pairs of candidate tokens and their counts (in no
     particular order). A key of fewer than 8 bytes leaves its top byte zero, so its length
@@ -866,7 +842,7 @@ def fsst_train(data: np.ndarray, offsets: np.ndarray, *, rounds: int = 5,
     the best 255, at most 4 of 3+ bytes per prefix-hash slot of the matcher. Same input,
     same table.
     """
-    sdata, soffs = _sample(np.asarray(data, dtype=np.uint8), np.asarray(offsets, np.int64),
+    sdata, soffs = text_sample(np.asarray(data, dtype=np.uint8), np.asarray(offsets, np.int64),
                            sample_bytes, 512)
     table = SymbolTable(np.zeros(0, _U64), np.zeros(0, np.uint8))
     if len(sdata) == 0:
@@ -915,8 +891,8 @@ def fsst_encode(array: Array, symbol_table: SymbolTable | None = None) -> Array:
     table = symbol_table if symbol_table is not None else fsst_train(data, offsets)
     codes, co = fsst_compress(table, data, offsets)
     ulen = np.diff(offsets)
-    up = narrow_uint_ptype(int(ulen.max()) if n else 0)
-    cp = narrow_uint_ptype(int(co[-1]))
+    up = narrowest_uint(int(ulen.max()) if n else 0)
+    cp = narrowest_uint(int(co[-1]))
     meta = ProtoWriter().varint(1, int(up)).varint(2, int(cp)).finish()
     kids = [primitive_array(ulen.astype(up.np_dtype)), primitive_array(co.astype(cp.np_dtype))]
     v = validity_from_mask(valid, n)

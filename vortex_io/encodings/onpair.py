@@ -30,7 +30,7 @@ from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse
-from ._common import canonical_ints, int_ptype_of, validity_spec
+from ._common import canonical_ints, int_ptype_of, narrowest_uint, text_sample, validity_spec
 from ._scheme import NODE_COST, Facts, Scheme, Trial, int_cost, register_scheme, valid_values
 from .fsst import check_lengths, check_window, decode_tokens, offsets_from_lengths
 from .primitive import primitive_array
@@ -267,7 +267,7 @@ def onpair_encode(array: Array, *, dict_bits: int = 12) -> Array:
     replaying the same merge batches, so every row's codes spell it exactly. This is a
     simplified trainer, not the reference's; its output follows the reference layout.
     """
-    from .fsst import _sample, narrow_uint_ptype, string_parts, validity_from_mask
+    from .fsst import string_parts, validity_from_mask
 
     if not 9 <= dict_bits <= 16:
         raise ValueError("dict_bits must be 9..16")
@@ -284,7 +284,7 @@ def onpair_encode(array: Array, *, dict_bits: int = 12) -> Array:
     tok_len = np.zeros(cap, dtype=np.int64)
     tok_bytes[:n0, 0] = present
     tok_len[:n0] = 1
-    sample, soffs = _sample(data, offsets, 1 << 17, 512)
+    sample, soffs = text_sample(data, offsets, 1 << 17, 512)
     rounds, size = _train(sample, soffs, byte_id, n0, cap, tok_bytes, tok_len)
     # tokenize everything by replaying the merge batches
     ids = byte_id[data]
@@ -305,10 +305,10 @@ def onpair_encode(array: Array, *, dict_bits: int = 12) -> Array:
     blob = np.zeros(int(do[-1]) + MAX_TOKEN_SIZE, dtype=np.uint8)
     blob[: int(do[-1])] = tok_bytes[:size][np.arange(MAX_TOKEN_SIZE)[None, :] < tl[:, None]]
     bits = min(16, max(9, int(size - 1).bit_length()))
-    up = narrow_uint_ptype(int(lens.max()) if n else 0)
-    dp = narrow_uint_ptype(int(do[-1]))
-    cp = narrow_uint_ptype(max(size - 1, 0))
-    op = narrow_uint_ptype(int(co[-1]))
+    up = narrowest_uint(int(lens.max()) if n else 0)
+    dp = narrowest_uint(int(do[-1]))
+    cp = narrowest_uint(max(size - 1, 0))
+    op = narrowest_uint(int(co[-1]))
     meta = OnPairMeta(up, bits, size, len(ids), dp, cp, op)
     raw = (ProtoWriter().varint(1, int(up)).varint(2, bits).varint(3, size)
            .varint(4, len(ids)).varint(5, int(dp)).varint(6, int(cp)).varint(7, int(op)).finish())

@@ -25,7 +25,7 @@ from .. import dtype as dt
 from ..array import Array
 from ..errors import MalformedStreamError
 from ..proto import Fields, ProtoWriter, parse
-from ._common import canonical_ints, int_ptype_of
+from ._common import canonical_ints, int_ptype_of, narrowest_uint
 from .primitive import primitive_array, primitive_values
 
 __all__ = ["PatchesMeta", "apply_patches", "make_patches", "patch_positions"]
@@ -134,17 +134,10 @@ def apply_patches(values: np.ndarray, mask: np.ndarray | None, meta: PatchesMeta
     return values, mask
 
 
-def _smallest_uint(maximum: int) -> dt.PType:
-    for p in (dt.PType.U8, dt.PType.U16, dt.PType.U32, dt.PType.U64):
-        if maximum < 1 << (8 * p.byte_width):
-            return p
-    raise ValueError("patch index too large")
-
-
 def make_patches(positions: np.ndarray, values: Array, offset: int = 0) -> tuple[bytes, list[Array]]:
     """(PatchesMetadata bytes, [indices, values]) for patches at sorted ``positions``."""
 
     positions = np.asarray(positions, dtype=np.int64) + offset
-    p = _smallest_uint(int(positions[-1]) if len(positions) else 0)
+    p = narrowest_uint(int(positions[-1]) if len(positions) else 0)
     meta = PatchesMeta(len(positions), offset, p)
     return meta.encode(), [primitive_array(positions.astype(p.np_dtype)), values]

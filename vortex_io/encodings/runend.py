@@ -26,10 +26,10 @@ from ..compute.numeric import int_bounds, is_sorted, validity
 from ..errors import MalformedStreamError, UnsupportedError
 from ..limits import limits_of
 from ..proto import ProtoWriter, parse
-from ._common import canonical_ints, int_ptype_of, validity_mask
+from ._common import as_array, canonical_ints, int_ptype_of, narrowest_uint, validity_mask
 from ._scheme import NODE_COST, Facts, Scheme, Trial, bit_length, int_cost, register_scheme
 from .bool_ import bool_array, bool_values
-from .dict_ import estimate_row_width, narrowest_uint, repeat_canonical
+from .dict_ import estimate_row_width, repeat_canonical
 from .primitive import primitive_array, primitive_values
 
 __all__ = ["RunEndMeta", "runend_array", "runend_encode", "runend_ends_values"]
@@ -216,9 +216,8 @@ def runend_encode(array: Any) -> Array:
     unsigned type that holds the length.
     """
     from ._common import validity_child
-    from .dict_ import _to_vortex
 
-    arr = _to_vortex(array)
+    arr = as_array(array)
     c = arr.canonical()
     d = arr.dtype
     n = len(arr)

@@ -25,6 +25,7 @@ from ..compute.numeric import FLIP, py_compare
 from ..errors import MalformedStreamError
 from ..proto import ProtoWriter, parse, zigzag_decode
 from ..scalar import value_to_proto
+from ._common import as_array
 from ._scheme import Facts, Scheme, Trial, register_scheme
 from .primitive import primitive_array, primitive_values
 
@@ -184,9 +185,8 @@ def sequence_encode(array: Any) -> Array | None:
     """A ``vortex.sequence`` for an integer array that is exactly ``base + i * step`` with
     ``step != 0`` (any step for one row); ``None`` otherwise (also for empty arrays,
     arrays with nulls, floats, and constant runs, which ``vortex.constant`` covers)."""
-    from .dict_ import _to_vortex
 
-    arr = _to_vortex(array)
+    arr = as_array(array)
     d = arr.dtype
     n = len(arr)
     if not isinstance(d, dt.Primitive) or not d.ptype.is_int or n == 0:

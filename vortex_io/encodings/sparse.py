@@ -23,17 +23,17 @@ import numpy as np
 
 from .. import dtype as dt
 from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
-from ..arrow import _without_views, from_arrow, python_value_to_arrow
+from ..arrow import from_arrow, python_value_to_arrow, without_views
 from ..compute.kernels import compare_storage, is_in_storage, take
 from ..compute.numeric import validity
 from ..errors import MalformedStreamError, UnsupportedError
 from ..proto import ProtoWriter, parse
 from ..scalar import value_from_proto, value_to_proto
-from ._common import canonical_ints, validity_mask
+from ._common import as_array, canonical_ints, narrowest_uint, validity_mask
 from ._scheme import NODE_COST, Facts, Scheme, Trial, bit_length, int_cost, register_scheme
 from .bool_ import bool_array, bool_values
 from .constant import constant_array
-from .dict_ import estimate_row_width, narrowest_uint
+from .dict_ import estimate_row_width
 from .patches import PatchesMeta, patch_hits
 from .primitive import primitive_array, primitive_values
 
@@ -233,7 +233,7 @@ def _sparse_generic(d: dt.DType, n: int, fill: Any, pos: np.ndarray, values: Arr
     import pyarrow as pa
 
 
-    t = _without_views(d.to_arrow())  # (Arrow has no take kernel for view types)
+    t = without_views(d.to_arrow())  # (Arrow has no take kernel for view types)
     vals = values.to_arrow()
     if isinstance(vals, pa.ChunkedArray):
         vals = vals.combine_chunks()
@@ -272,9 +272,9 @@ def sparse_encode(array: Any, fill: Any = None) -> Array:
     import pyarrow.compute as pc
 
     from ._common import validity_child
-    from .dict_ import _to_vortex, take_canonical
+    from .dict_ import take_canonical
 
-    arr = _to_vortex(array)
+    arr = as_array(array)
     d = arr.dtype
     n = len(arr)
     c = arr.canonical()

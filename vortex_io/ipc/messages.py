@@ -333,9 +333,9 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
         )
     # the whole batch, before any node: rows x fixed width (a struct of many expanding
     # columns is bounded as a whole, not only column by column)
-    from ..encodings.constant import _estimate_width
+    from ..encodings._common import decoded_width
 
-    nbytes = header.row_count * _estimate_width(dtype)
+    nbytes = header.row_count * decoded_width(dtype)
     if nbytes > limits.max_decoded_bytes:  # (the message is formatted only on failure)
         check_decoded_size(nbytes, f"array message of {header.row_count} rows of {dtype!r}",
                            limits)
