@@ -249,8 +249,7 @@ def int_encodings(a: vio.Array) -> list[vio.Array]:
     c = a.canonical()
     out = [c, bitpack(c), for_encode(c), delta_encode(c), dict_encode(c), runend_encode(c),
            sparse_encode(c)]
-    narrow = bitpack(c, 2) if not a.dtype.ptype.is_unsigned or True else None
-    out.append(narrow)  # patches
+    out.append(bitpack(c, 2))  # 2-bit: the wider values become patches
     s = sequence_encode(c)
     if s is not None:
         out.append(s)

@@ -36,7 +36,19 @@ def test_readme_has_the_blocks_this_test_runs():
     assert "vio.read_arrow" not in text  # it does not exist: StreamReader.read_arrow does
 
 
-def test_readme_code_blocks_run_in_order(tmp_path, monkeypatch):
+@pytest.fixture
+def _schemes_restored():
+    """The README registers an example encoding's compression scheme in this process: it
+    leaves the search when the test ends (the other tests share the pytest worker)."""
+    from vortex_io.encodings import registered_schemes, unregister_scheme
+
+    before = set(registered_schemes())
+    yield
+    for s in set(registered_schemes()) - before:
+        unregister_scheme(s)
+
+
+def test_readme_code_blocks_run_in_order(tmp_path, monkeypatch, _schemes_restored):
     pytest.importorskip("polars")
     pytest.importorskip("duckdb")
     monkeypatch.chdir(tmp_path)
@@ -61,3 +73,4 @@ def test_readme_code_blocks_run_in_order(tmp_path, monkeypatch):
     # what the blocks made is what they say
     assert namespace["t"].to_pydict() == {"symbol": ["MSFT"], "price": [402.1]}
     assert (tmp_path / "aapl.vxipc").exists() and (tmp_path / "trades.parquet").exists()
+    assert namespace["hits"].num_rows == int((namespace["ts"] < 1_700_000_003).sum()) > 0

@@ -38,7 +38,6 @@ import contextlib
 import errno
 import json
 import os
-import re
 import signal
 import stat
 import sys
@@ -841,10 +840,9 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 def _cmd_sql(args: argparse.Namespace) -> int:
     try:
-        import duckdb
+        from .integrations.duckdb_ext import QueryError, query_file
     except ImportError:
         raise UsageError("the sql command needs duckdb: pip install 'vortex-io[duckdb]'") from None
-    from . import register_duckdb
     from .ipc.reader import StreamReader
 
     inp = Input(args.file)
@@ -858,32 +856,13 @@ def _cmd_sql(args: argparse.Namespace) -> int:
                 while chunk := inp.file().read(1 << 20):
                     f.write(chunk)
         StreamReader(path).close()  # not a Vortex IPC stream: our error, before DuckDB's
-        con = duckdb.connect()
-        register_duckdb(con)
-        quoted = path.replace("'", "''")
         try:
-            con.execute(f"CREATE VIEW t AS SELECT * FROM vortex_ipc('{quoted}')")
-            res = con.sql(args.query)
-            table = res.to_arrow_table() if res is not None else None
-        except duckdb.Error as e:
-            raise CommandError(_duckdb_message(e)) from None
+            table = query_file(path, args.query)
+        except QueryError as e:
+            raise CommandError(str(e)) from None
         if table is not None:
             print(format_table(table))
     return 0
-
-
-_OUR_ERROR = re.compile(
-    r"\b(?:MalformedStreamError|TruncatedStreamError|UnsupportedError|LimitExceededError|"
-    r"VortexIPCError): (.*)")
-
-
-def _duckdb_message(e: Exception) -> str:
-    """A DuckDB error in one line: the error our scan raised inside it when it did (DuckDB
-    wraps it in a UDF error), else DuckDB's first line."""
-    m = _OUR_ERROR.search(str(e))
-    if m:
-        return m.group(1).strip()
-    return _first_line(e).replace("Python exception occurred while executing the UDF: ", "")
 
 
 def format_table(t: Any, width: int = 32) -> str:

@@ -17,9 +17,12 @@ checks made while they are decoded lazily (``to_arrow()`` long after reading) us
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-__all__ = ["ReaderLimits", "DEFAULT_LIMITS", "limits_of"]
+from . import dtype as _dt
+
+__all__ = ["ReaderLimits", "DEFAULT_LIMITS", "limits_of", "decoded_width"]
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -72,3 +75,22 @@ DEFAULT_LIMITS = ReaderLimits()
 def limits_of(arr: object) -> ReaderLimits:
     """The limits an array was read with (``DEFAULT_LIMITS`` for arrays built in memory)."""
     return getattr(arr, "limits", DEFAULT_LIMITS)
+
+
+@functools.lru_cache(maxsize=1024)
+def decoded_width(d: _dt.DType) -> int:
+    """Rough decoded bytes per row, for the expansion limit (dtypes are immutable: cached,
+    it runs for every message)."""
+    if isinstance(d, _dt.Extension):
+        return decoded_width(d.storage)
+    if isinstance(d, _dt.Primitive):
+        return d.ptype.byte_width
+    if isinstance(d, _dt.Decimal):
+        return 16
+    if isinstance(d, _dt.Struct):
+        return sum(decoded_width(x) for x in d.dtypes) + 1
+    if isinstance(d, _dt.FixedSizeList):
+        return d.size * decoded_width(d.element) + 1
+    if isinstance(d, (_dt.Utf8, _dt.Binary, _dt.List)):
+        return 4
+    return 1

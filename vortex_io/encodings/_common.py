@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -148,25 +147,6 @@ def narrowest_int(lo: int, hi: int) -> dt.PType:
         if -(1 << b) <= lo and hi < (1 << b):
             return p
     return dt.PType.I64  # pragma: no cover - i64 inputs always fit
-
-
-@functools.lru_cache(maxsize=1024)
-def decoded_width(d: dt.DType) -> int:
-    """Rough decoded bytes per row, for the expansion limit (dtypes are immutable: cached,
-    it runs for every message)."""
-    if isinstance(d, dt.Extension):
-        return decoded_width(d.storage)
-    if isinstance(d, dt.Primitive):
-        return d.ptype.byte_width
-    if isinstance(d, dt.Decimal):
-        return 16
-    if isinstance(d, dt.Struct):
-        return sum(decoded_width(x) for x in d.dtypes) + 1
-    if isinstance(d, dt.FixedSizeList):
-        return d.size * decoded_width(d.element) + 1
-    if isinstance(d, (dt.Utf8, dt.Binary, dt.List)):
-        return 4
-    return 1
 
 
 def text_sample(data: np.ndarray, offsets: np.ndarray, target: int, max_row: int

@@ -11,8 +11,8 @@ from ..arrow import python_value_to_arrow
 from ..compute.kernels import compare_storage, is_in_storage, mask_const
 from ..compute.numeric import broadcast
 from ..errors import MalformedStreamError
+from ..limits import decoded_width
 from ..scalar import Scalar, value_from_proto, value_to_proto
-from ._common import decoded_width
 from ._scheme import Facts, Scheme, Trial, register_scheme
 
 

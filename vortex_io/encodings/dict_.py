@@ -29,11 +29,10 @@ from ..arrow import from_arrow, string_view_enabled
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import broadcast, decoded, int_bounds, validity, with_validity
 from ..errors import MalformedStreamError, UnsupportedError
-from ..limits import DEFAULT_LIMITS, ReaderLimits, limits_of
+from ..limits import DEFAULT_LIMITS, ReaderLimits, decoded_width, limits_of
 from ..proto import ProtoWriter, parse
 from ._common import (
     as_array,
-    decoded_width,
     int_ptype_of,
     narrowest_uint,
     validity_child,

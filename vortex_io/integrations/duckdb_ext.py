@@ -1268,6 +1268,40 @@ def _resolver_of(con: Any) -> _Resolver | None:
     return _RESOLVERS.get(row[0]) if row else None
 
 
+class QueryError(Exception):
+    """A query ``query_file`` ran failed; the message is one line."""
+
+
+_OUR_ERROR = re.compile(
+    r"\b(?:MalformedStreamError|TruncatedStreamError|IntegrityError|UnsupportedError|"
+    r"LimitExceededError|VortexIPCError): (.*)")
+
+
+def query_file(path: str, query: str) -> pa.Table | None:
+    """The result of ``query`` (None for a statement without one) on a new in-memory
+    connection where the view ``t`` is ``vortex_ipc(path)``: what ``vortex-ipc sql`` runs.
+    A failure raises ``QueryError`` with one line: the error our scan raised inside DuckDB
+    when it did (DuckDB wraps it in a UDF error), else DuckDB's first line."""
+    con = register(duckdb.connect())
+    try:
+        quoted = path.replace("'", "''")
+        con.execute(f"CREATE VIEW t AS SELECT * FROM vortex_ipc('{quoted}')")
+        res = con.sql(query)
+        return res.to_arrow_table() if res is not None else None
+    except duckdb.Error as e:
+        m = _OUR_ERROR.search(str(e))
+        if m:
+            line = m.group(1).strip()
+        else:
+            text = str(e).strip()
+            line = text.splitlines()[0] if text else type(e).__name__
+            line = line.replace("Python exception occurred while executing the UDF: ", "")
+        line = "".join(ch if ch.isprintable() else "?" for ch in line)
+        raise QueryError(line if len(line) <= 300 else line[:297] + "...") from None
+    finally:
+        con.close()
+
+
 def register(con: Any, *, on_scan: Callable[[Scan], None] | None = None) -> Any:
     """Make ``vortex_ipc(source, ...)`` available on ``con`` and every cursor of it; returns
     ``con``.

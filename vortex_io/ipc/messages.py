@@ -333,7 +333,7 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
         )
     # the whole batch, before any node: rows x fixed width (a struct of many expanding
     # columns is bounded as a whole, not only column by column)
-    from ..encodings._common import decoded_width
+    from ..limits import decoded_width
 
     nbytes = header.row_count * decoded_width(dtype)
     if nbytes > limits.max_decoded_bytes:  # (the message is formatted only on failure)
