@@ -124,7 +124,7 @@ class PType(IntEnum):
         return {1: PType.I8, 2: PType.I16, 4: PType.I32, 8: PType.I64}[self.byte_width]
 
 
-_PTYPE_NP = {
+_PTYPE_NP: dict[PType, np.dtype[Any]] = {
     PType.U8: np.dtype("<u1"),
     PType.U16: np.dtype("<u2"),
     PType.U32: np.dtype("<u4"),

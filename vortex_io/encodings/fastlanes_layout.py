@@ -27,6 +27,7 @@ one prefix sum per lane in the same row order as bit-packing.
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ __all__ = [
 
 FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
 #: unsigned numpy type for each bit width of T
-UNSIGNED = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
+UNSIGNED: dict[int, np.dtype[Any]] = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
 
 _V128 = np.dtype("V128")  # the LANES values of one row of a chunk, for any W
 
