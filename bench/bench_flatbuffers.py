@@ -28,9 +28,9 @@ from flatbuffers import number_types as N
 from flatbuffers.table import Table as FbTable
 
 import vortex_io as vio
+from vortex_io._ipc.flatbuf import root
+from vortex_io._ipc.framing import MessageDecoder
 from vortex_io.datasets import trades
-from vortex_io.ipc.flatbuf import root
-from vortex_io.ipc.framing import MessageDecoder
 
 # -- flatc-style accessors ------------------------------------------------------------------------
 

@@ -103,10 +103,10 @@ def _kernels_on_arrays(data: bytes, limits: vio.ReaderLimits | None) -> None:
     still encoded) arrays, as a one-column table would see them in a scan."""
     import numpy as np
 
+    from vortex_io._scan import _select
     from vortex_io.compute.evaluate import evaluate_mask as evaluate
     from vortex_io.compute.kernels import mask_true
     from vortex_io.encodings.struct_ import struct_array
-    from vortex_io.scan import _select
 
     with vio.StreamReader(data, limits=limits) as r:
         for b in r:

@@ -28,8 +28,8 @@ import copy
 import random
 from collections.abc import Callable, Sequence
 
-from vortex_io.ipc.schema import MessageType
-from vortex_io.stats import ArrayStats
+from vortex_io._ipc.schema import MessageType
+from vortex_io._stats import ArrayStats
 
 from .wire import ArrayMsg, Node, RawMsg, parse_stream, proto_encode, proto_fields
 
@@ -244,7 +244,7 @@ def m_buffer_refs(stream: bytes, rng: random.Random, others) -> bytes:
 
 
 def m_encoding(stream: bytes, rng: random.Random, others) -> bytes:
-    from vortex_io.array import registered_encodings
+    from vortex_io._array import registered_encodings
 
     ids = registered_encodings()
 

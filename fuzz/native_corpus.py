@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import vortex_io as vio
 from vortex_io import _native_glue as ng
 from vortex_io import dtype as dt
-from vortex_io.ipc.schema import decode_message_header_py
+from vortex_io._ipc.schema import decode_message_header_py
 
 __all__ = ["message_input", "message_inputs", "stream_seeds", "write_corpora", "HARNESSES"]
 
@@ -70,7 +70,7 @@ def _has_strings(d: dt.DType) -> bool:
 def message_inputs(stream: bytes, max_messages: int = MAX_MESSAGES) -> Iterator[bytes]:
     """The harness inputs of a stream's first Array messages (what read_arrow hands the
     native core: Stream.decode's message tuples)."""
-    from vortex_io.ipc.schema import MessageType
+    from vortex_io._ipc.schema import MessageType
 
     with vio.StreamReader(stream, limits=vio.ReaderLimits.unlimited()) as r:
         d = r.dtype
@@ -152,7 +152,7 @@ def _bitmap_inputs() -> Iterator[bytes]:
 
 def _scalar_inputs() -> Iterator[bytes]:
     """``fuzz_scalar``: a dtype program, a row count and ScalarValue bytes (statistics and FoR references)."""
-    from vortex_io.scalar import Scalar
+    from vortex_io._scalar import Scalar
 
     cases = [(dt.int64(True), 5), (dt.uint8(False), 200), (dt.float64(True), 2.5),
              (dt.Utf8(True), "hello"), (dt.Binary(False), b"\x00\x01"),

@@ -108,7 +108,7 @@ def parse_input(data: bytes) -> tuple[int, bytes, int, list[str], list[bool], by
 
 def stream_of_input(data: bytes) -> bytes:
     """The stream a fuzz_message input stands for."""
-    from vortex_io.ipc.schema import MessageType, encode_message_header
+    from vortex_io._ipc.schema import MessageType, encode_message_header
 
     _flags, program, rows, encs, _known, body = parse_input(data)
     d = dtype_of_program(program)

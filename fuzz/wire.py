@@ -15,17 +15,17 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from vortex_io.ipc.flatbuf import Table, root
-from vortex_io.ipc.framing import MessageDecoder
-from vortex_io.ipc.schema import (
+from vortex_io._ipc.flatbuf import Table, root
+from vortex_io._ipc.framing import MessageDecoder
+from vortex_io._ipc.schema import (
     FlatNode,
     MessageType,
     encode_array_fb,
     encode_message_header,
     read_stats,
 )
-from vortex_io.metadata import Metadata
-from vortex_io.stats import ArrayStats
+from vortex_io._metadata import Metadata
+from vortex_io._stats import ArrayStats
 
 __all__ = ["Field", "Node", "ArrayMsg", "RawMsg", "parse_stream", "proto_fields", "proto_encode"]
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 import vortex_io as vio
 from vortex_io import _native_glue as ng
-from vortex_io.arrow import map_arrow_type
+from vortex_io._arrow import map_arrow_type
 
 NATIVE = ng.enabled()
 

@@ -144,7 +144,7 @@ def test_read_table_is_the_one_call_read(tmp_path):
 
 
 def test_scans_keep_the_stream_metadata_in_their_schema():
-    from vortex_io.arrow import schema_metadata_pairs
+    from vortex_io._arrow import schema_metadata_pairs
 
     data = stream(metadata=[("k", "v"), ("k", "w"), ("z", "1")])
     s = vio.scan(data, columns=["a"])

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import vortex_io as vio
-from vortex_io.arrow import schema_metadata_pairs
+from vortex_io._arrow import schema_metadata_pairs
 from vortex_io.cli import convert, inspect_stream, main
 
 STREAM_MD = [(b"app", b"test"), (b"dup", b"1"), (b"dup", b"2"), (b"bin", b"\xff\x00")]

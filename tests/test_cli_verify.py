@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import vortex_io as vio
+from vortex_io._ipc.framing import MessageDecoder
 from vortex_io.cli import main
 from vortex_io.datasets import trades
-from vortex_io.ipc.framing import MessageDecoder
 
 T = trades(30_000)
 

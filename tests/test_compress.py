@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vortex_io as vio
-from vortex_io.arrow import map_arrow_type
-from vortex_io.compress import CompressOptions, CompressSession, compress_array, scheme_names
+from vortex_io._arrow import map_arrow_type
+from vortex_io._compress import CompressOptions, CompressSession, compress_array, scheme_names
 
 from .strategies import arrays
 from .vx_util import our_array_stream, vx_decode_to_arrow
@@ -251,7 +251,7 @@ BIG_SHAPES = {
 
 def _forced_sizes(arr: vio.Array) -> dict[str, int]:
     """Bytes of ``arr`` forced into each scheme that can encode it (children still cascade)."""
-    from vortex_io.compress import encoder_for
+    from vortex_io._compress import encoder_for
 
     out = {}
     for sid in scheme_names():

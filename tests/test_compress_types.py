@@ -140,7 +140,7 @@ def test_a_forced_encoding_that_cannot_hold_the_column_is_unsupported():
 def test_an_unexpected_failure_inside_the_compressor_names_the_column(monkeypatch):
     """The safety net: whatever escapes a scheme's statistics or trial is an UnsupportedError
     naming the column (here a statistics kernel made to fail)."""
-    from vortex_io.compress import compressor
+    from vortex_io._compress import compressor
 
     def broken(*a, **k):
         raise pa.ArrowNotImplementedError("no kernel")

@@ -18,9 +18,9 @@ from dask.dataframe.dask_expr.io import FromMapProjectable  # noqa: E402
 
 import vortex_io as vio  # noqa: E402
 import vortex_io.integrations.dask_dataframe as vdd  # noqa: E402
+from vortex_io._scan import message_spans  # noqa: E402
 from vortex_io.expr import col  # noqa: E402
 from vortex_io.integrations.dask_dataframe import read_vortex_ipc  # noqa: E402
-from vortex_io.scan import message_spans  # noqa: E402
 
 from .test_scan import make_table, same  # noqa: E402
 
@@ -181,7 +181,7 @@ def test_on_a_local_cluster(files, tmp_path):
 
 
 def test_the_core_imports_no_engine():
-    code = ("import sys, vortex_io, vortex_io.scan, vortex_io.integrations._distributed; "
+    code = ("import sys, vortex_io, vortex_io._scan, vortex_io.integrations._distributed; "
             "print(sorted(m for m in ('ray', 'dask', 'distributed', 'polars', 'duckdb') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 import vortex_io as vio
 from tests.vx_util import vx, vx_decode_stream, vx_messages, vx_stream
 from vortex_io import dtype as dt
-from vortex_io.ipc.framing import MessageDecoder
-from vortex_io.ipc.schema import decode_dtype, encode_dtype
-from vortex_io.scalar import Scalar, value_from_proto, value_to_proto
+from vortex_io._ipc.framing import MessageDecoder
+from vortex_io._ipc.schema import decode_dtype, encode_dtype
+from vortex_io._scalar import Scalar, value_from_proto, value_to_proto
 
 # -- strategies ------------------------------------------------------------------------
 
@@ -245,7 +245,7 @@ def _storage(d: dt.DType) -> dt.DType:
 
 
 def values_of(d: dt.DType) -> st.SearchStrategy:
-    """Python values of dtype ``d`` as ``Scalar`` holds them (see vortex_io.scalar)."""
+    """Python values of dtype ``d`` as ``Scalar`` holds them (see vortex_io._scalar)."""
     s = _storage(d)
     if isinstance(s, dt.Null):
         base: st.SearchStrategy = st.none()

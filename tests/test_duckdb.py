@@ -282,7 +282,7 @@ def test_queries_match_arrow(con, files, sql: str) -> None:
 def test_limit_without_order_returns_that_many_rows(con, tmp_path) -> None:
     # 300 small batches: the scan reads the first alone, then windows of up to NATIVE_WINDOW
     # (the numpy reference path: batch by batch)
-    from vortex_io.scan import NATIVE_WINDOW
+    from vortex_io._scan import NATIVE_WINDOW
 
     t = make_table(30_000)
     path = tmp_path / "many.vxi"

@@ -380,7 +380,7 @@ def test_row_estimate_follows_a_rewritten_file(con, tmp_path) -> None:
 
 
 def test_limit_stops_reading(con, tmp_path) -> None:
-    from vortex_io.scan import message_spans
+    from vortex_io._scan import message_spans
 
     t = pa.table({"x": list(range(60_000)), "s": [str(i % 13) for i in range(60_000)]})
     for j in range(3):
@@ -486,7 +486,7 @@ def test_errors_are_one_line(con, tmp_path) -> None:
     garbage.write_bytes(b"not a vortex stream at all" * 4)
     cut = tmp_path / "cut.vxipc"
     cut.write_bytes(good.read_bytes()[:-300])
-    from vortex_io.scan import message_spans
+    from vortex_io._scan import message_spans
 
     last = message_spans(good)[-1]
     raw = bytearray(good.read_bytes())  # headers intact, a body garbled: found while reading

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 
 import vortex_io as vio
 from vortex_io import dtype as dt
-from vortex_io.array import Array
+from vortex_io._array import Array
+from vortex_io._errors import MalformedStreamError
 from vortex_io.encodings import fastlanes_layout as fl
 from vortex_io.encodings.bitpacked import (
     BitPackedMeta,
@@ -43,7 +44,6 @@ from vortex_io.encodings.for_ import for_array, for_encode
 from vortex_io.encodings.primitive import primitive_array
 from vortex_io.encodings.rle import RLEMeta, rle_encode
 from vortex_io.encodings.zigzag import zigzag_array, zigzag_encode
-from vortex_io.errors import MalformedStreamError
 
 from .vx_util import our_array_stream, serde, vx, vx_decode_to_arrow, vx_stream
 

@@ -31,7 +31,11 @@ from hypothesis import strategies as st
 
 import vortex_io as vio
 from vortex_io import dtype as dt
-from vortex_io.array import Array
+from vortex_io._array import Array
+from vortex_io._errors import LimitExceededError, MalformedStreamError, UnsupportedError
+from vortex_io._ipc.framing import MessageDecoder
+from vortex_io._ipc.schema import MessageType
+from vortex_io._proto import ProtoWriter
 from vortex_io.encodings.datetimeparts import datetimeparts_encode
 from vortex_io.encodings.decimal_byte_parts import decimal_byte_parts_encode
 from vortex_io.encodings.fsst import (
@@ -45,10 +49,6 @@ from vortex_io.encodings.fsst import (
 from vortex_io.encodings.onpair import onpair_decompress, onpair_encode
 from vortex_io.encodings.primitive import primitive_array
 from vortex_io.encodings.zstd import zstd_encode
-from vortex_io.errors import LimitExceededError, MalformedStreamError, UnsupportedError
-from vortex_io.ipc.framing import MessageDecoder
-from vortex_io.ipc.schema import MessageType
-from vortex_io.proto import ProtoWriter
 
 from .vx_util import our_array_stream, vx_decode_to_arrow, vx_stream
 

@@ -30,7 +30,10 @@ from hypothesis import strategies as st
 
 import vortex_io as vio
 from vortex_io import dtype as dt
-from vortex_io.array import Array
+from vortex_io._array import Array
+from vortex_io._errors import LimitExceededError, MalformedStreamError, VortexIPCError
+from vortex_io._ipc.framing import MessageDecoder
+from vortex_io._ipc.schema import MessageType
 from vortex_io.encodings.alp import ALPMeta, alp_array, alp_encode
 from vortex_io.encodings.alprd import ALPRDMeta, alprd_encode
 from vortex_io.encodings.bool_ import bool_array
@@ -41,9 +44,6 @@ from vortex_io.encodings.primitive import primitive_array
 from vortex_io.encodings.runend import RunEndMeta, runend_array, runend_encode, runend_ends_values
 from vortex_io.encodings.sequence import SequenceMeta, sequence_encode
 from vortex_io.encodings.sparse import sparse_array, sparse_encode
-from vortex_io.errors import LimitExceededError, MalformedStreamError, VortexIPCError
-from vortex_io.ipc.framing import MessageDecoder
-from vortex_io.ipc.schema import MessageType
 
 from .vx_util import our_array_stream, vx_decode_to_arrow, vx_stream
 

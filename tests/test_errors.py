@@ -2,7 +2,7 @@
 error class, its message text, and where it says the fault is (message index, offset).
 
 Malformed streams are built from valid ones by patching bytes, or assembled from
-messages with the flatbuffer encoders of ``vortex_io.ipc.schema`` (and, for fields our
+messages with the flatbuffer encoders of ``vortex_io._ipc.schema`` (and, for fields our
 writer never sets, a small FlatBuffers builder written here).
 """
 
@@ -22,9 +22,8 @@ from hypothesis import strategies as st
 import vortex_io as vio
 from tests.vx_util import our_array_stream
 from vortex_io import dtype as dt
-from vortex_io.encodings.chunked import chunked_array
-from vortex_io.ipc.flatbuf import root
-from vortex_io.ipc.schema import (
+from vortex_io._ipc.flatbuf import root
+from vortex_io._ipc.schema import (
     FlatNode,
     MessageType,
     decode_dtype,
@@ -32,7 +31,8 @@ from vortex_io.ipc.schema import (
     encode_dtype,
     encode_message_header,
 )
-from vortex_io.scalar import value_from_proto
+from vortex_io._scalar import value_from_proto
+from vortex_io.encodings.chunked import chunked_array
 
 U32 = struct.Struct("<I")
 

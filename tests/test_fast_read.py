@@ -15,12 +15,12 @@ import pytest
 
 import vortex_io as vio
 from fuzz.wire import parse_stream
+from vortex_io._errors import VortexIPCError
 from vortex_io.datasets import trades
-from vortex_io.errors import VortexIPCError
 
 from .vx_util import vx_stream
 
-array_mod = importlib.import_module("vortex_io.array")  # (vortex_io.array is also a function)
+array_mod = importlib.import_module("vortex_io._array")
 
 
 def _vio_stream(table: pa.Table, **kw) -> bytes:
@@ -141,7 +141,7 @@ def test_mutable_metadata_is_not_cached():
             return primitive_array(arr.buffers[0].view(np.int64).copy())
 
     enc = vio.register_encoding(ListMeta(), replace=True)
-    from vortex_io.array import _parsed_metadata
+    from vortex_io._array import _parsed_metadata
 
     a = _parsed_metadata(enc, b"xy", vio.dtype.int64(), 2)
     b = _parsed_metadata(enc, b"xy", vio.dtype.int64(), 2)
@@ -352,7 +352,7 @@ def test_threaded_read_raises_vortex_errors(streams):
 @pytest.mark.parametrize("nulls", ["none", "codes", "values", "both"])
 @pytest.mark.parametrize("binary", [False, True])
 def test_fixed_width_dict_strings_match_arrow_take(w, nulls, binary):
-    from vortex_io.arrow import from_arrow
+    from vortex_io._arrow import from_arrow
     from vortex_io.encodings.bool_ import bool_array
     from vortex_io.encodings.dict_ import _fixed_width_take, dict_array
     from vortex_io.encodings.primitive import primitive_array

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import vortex_io as vio
 from vortex_io import dtype as dt
-from vortex_io.ipc import MessageType
+from vortex_io._ipc import MessageType
 
 STRUCT = dt.Struct(["x", "s"], [dt.int64(True), dt.Utf8(True)])
 

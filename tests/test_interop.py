@@ -10,7 +10,7 @@
 
 Values are compared against the *source* Arrow data, converted independently of
 ``vortex_io`` (see ``canonical_type`` / ``normalize``) to the Arrow types our decoder
-documents (``vortex_io/arrow.py``): Utf8 -> string, Binary -> binary, List -> list,
+documents (``vortex_io/_arrow.py``): Utf8 -> string, Binary -> binary, List -> list,
 Decimal -> decimal128 (decimal256 above precision 38). Floats compare bit for bit (NaN
 payloads and -0.0 included); slots under nulls are not compared.
 """
@@ -30,7 +30,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import vortex_io as vio
-from vortex_io.ipc.schema import decode_dtype, encode_dtype
+from vortex_io._ipc.schema import decode_dtype, encode_dtype
 
 from . import strategies as S
 from .vx_util import serde, split_messages, vx, vx_decode_to_arrow, vx_stream

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import vortex_io as vio
 from vortex_io import compute
 from vortex_io import dtype as dt
-from vortex_io.array import DECODE_METER
+from vortex_io._array import DECODE_METER
 from vortex_io.compute.kernels import (
     compare_mask,
     compare_storage,

@@ -31,7 +31,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "vortex_io"
 
-MODEL = {"dtype", "errors", "limits", "metadata", "proto", "scalar", "stats", "_check", "_memory"}
+MODEL = {"dtype", "_errors", "_limits", "_metadata", "_proto", "_scalar", "_stats", "_check", "_memory"}
 ENGINES = {"polars", "duckdb", "ray", "dask", "pandas"}
 OWN_ENGINES = {
     "integrations.polars_plugin": {"polars"},
@@ -39,8 +39,8 @@ OWN_ENGINES = {
     "integrations.ray_data": {"ray", "pandas"},
     "integrations.dask_dataframe": {"dask", "pandas"},
 }
-ADAPTER_MAY_USE = {"", "scan", "expr", "compute.expr", "compute", "errors", "dtype", "arrow", "ipc",
-                   "limits", "metadata", "_fs"}
+ADAPTER_MAY_USE = {"", "_scan", "expr", "compute.expr", "compute", "_errors", "dtype", "_arrow", "_ipc",
+                   "_limits", "_metadata", "_fs"}
 
 
 def _module(path: Path) -> str:
@@ -113,17 +113,17 @@ def _violations() -> list[str]:
                     out.append(where + " (engines are imported only by their own adapter)")
                 continue
             first = t.split(".")[0] if t else ""
-            if mod.split(".")[0] in MODEL and t and first not in MODEL and t != "arrow":
+            if mod.split(".")[0] in MODEL and t and first not in MODEL and t != "_arrow":
                 out.append(where + " (the model imports nothing above it)")
             if _is(mod, "encodings") and mod != "encodings.inverted_index" and _is(
-                    t, "ipc", "scan", "compress", "integrations", "cli", "_native_scan"):
+                    t, "_ipc", "_scan", "_compress", "integrations", "cli", "_native_scan"):
                 out.append(where + " (encodings sit below readers, writers, scan and compressor)")
-            if _is(mod, "compute") and _is(t, "ipc", "scan", "compress", "integrations", "cli"):
+            if _is(mod, "compute") and _is(t, "_ipc", "_scan", "_compress", "integrations", "cli"):
                 out.append(where + " (compute sits below readers, writers, scan and compressor)")
-            if _is(mod, "compress") and _is(t, "encodings") and t not in (
+            if _is(mod, "_compress") and _is(t, "encodings") and t not in (
                     "encodings._scheme", "encodings.struct_", "encodings.primitive"):
                 out.append(where + " (the compressor reaches encodings through their schemes)")
-            if _is(mod, "ipc") and _is(t, "encodings") and t != "encodings.chunked":
+            if _is(mod, "_ipc") and _is(t, "encodings") and t != "encodings.chunked":
                 out.append(where + " (ipc reaches encodings through the registry)")
             if not _is(mod, "integrations") and _is(t, "integrations") and not (
                     (mod == "" and t in ("integrations.polars_plugin", "integrations.duckdb_ext"))
@@ -142,7 +142,7 @@ def test_the_import_contract_holds():
 
 
 @pytest.mark.parametrize("source, rule", [
-    ("from ..ipc.reader import StreamReader\n", "encodings sit below"),
+    ("from .._ipc.reader import StreamReader\n", "encodings sit below"),
     ("import duckdb\n", "engines are imported only"),
     ("def f():\n    import vortex\n", "vortex-data"),
 ])
@@ -171,3 +171,19 @@ def test_the_core_imports_no_engine_at_import_time():
             f"{sorted(ENGINES | {'vortex', 'fsspec'})!r} or m.startswith('vortex_io.integrations')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_no_public_name_shadows_a_module():
+    """``vortex_io.X`` is either a module or something else, never a function hiding the
+    module of the same name (``vortex_io.scan`` is the function, ``vortex_io._scan`` its
+    module); every public name is documented."""
+    import types
+
+    import vortex_io
+
+    modules = {p.stem for p in PKG.glob("*.py")} | {p.name for p in PKG.iterdir() if p.is_dir()}
+    for name in vortex_io.__all__:
+        obj = getattr(vortex_io, name)
+        if name in modules:
+            assert isinstance(obj, types.ModuleType), f"vortex_io.{name} shadows its module"
+        assert obj.__doc__, f"vortex_io.{name} has no docstring"

@@ -13,8 +13,8 @@ import pytest
 
 import vortex_io as vio
 from fuzz.wire import parse_stream
-from vortex_io.array import ArrayParts, LazyChildren
-from vortex_io.errors import MalformedStreamError
+from vortex_io._array import ArrayParts, LazyChildren
+from vortex_io._errors import MalformedStreamError
 from vortex_io.expr import col
 
 

@@ -34,6 +34,8 @@ import vortex_io as vio
 from fuzz.sandbox import Sandbox
 from tests.vx_util import our_array_stream, split_messages
 from vortex_io import dtype as dt
+from vortex_io._limits import limits_of
+from vortex_io._proto import ProtoWriter
 from vortex_io.encodings.bitpacked import bitpacked_array
 from vortex_io.encodings.constant import constant_array
 from vortex_io.encodings.dict_ import dict_array
@@ -44,8 +46,6 @@ from vortex_io.encodings.runend import runend_array
 from vortex_io.encodings.sequence import sequence_array
 from vortex_io.encodings.sparse import sparse_array
 from vortex_io.encodings.struct_ import struct_array
-from vortex_io.limits import limits_of
-from vortex_io.proto import ProtoWriter
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FOUR_BILLION = 4_000_000_000
@@ -143,7 +143,7 @@ def _with_huge_lengths(arr: vio.Array, child: int) -> vio.Array:
         meta = ProtoWriter().varint(1, int(dt.PType.U32)).varint(
             2, int(arr.meta.codes_offsets_ptype)).finish()
     else:
-        from vortex_io.proto import parse
+        from vortex_io._proto import parse
 
         f = parse(arr.metadata)
         w = ProtoWriter().varint(1, int(dt.PType.U32))

@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 import vortex_io as vio
+from vortex_io._ipc.framing import MessageDecoder
+from vortex_io._scan import MessageRange, message_ranges, message_spans
 from vortex_io.expr import col
-from vortex_io.ipc.framing import MessageDecoder
-from vortex_io.scan import MessageRange, message_ranges, message_spans
 
 from .test_scan import TABLE, same
 

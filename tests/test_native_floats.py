@@ -25,7 +25,8 @@ import vortex_io as vio
 from tests.native_util import NATIVE, assert_same, stream_of
 from vortex_io import _native_glue as ng
 from vortex_io import dtype as dt
-from vortex_io.array import Array
+from vortex_io._array import Array
+from vortex_io._limits import ReaderLimits
 from vortex_io.compute import kernels as K
 from vortex_io.compute.numeric import validity as py_validity
 from vortex_io.encodings.alp import ALP, ALPMeta, alp_array, alp_encode
@@ -35,7 +36,6 @@ from vortex_io.encodings.bool_ import bool_array
 from vortex_io.encodings.for_ import for_encode
 from vortex_io.encodings.patches import PatchesMeta, make_patches
 from vortex_io.encodings.primitive import primitive_array, primitive_values
-from vortex_io.limits import ReaderLimits
 
 GOLDEN = Path(__file__).parent / "golden" / "values"
 FLOATS = [np.float32, np.float64]
@@ -271,7 +271,7 @@ def _pm(length=1, offset=0, ptype=dt.PType.U16):
 
 
 def _alp_raw(e, f, patches=None):
-    from vortex_io.proto import ProtoWriter
+    from vortex_io._proto import ProtoWriter
 
     w = ProtoWriter().varint(1, e).varint(2, f)
     if patches is not None:
@@ -313,7 +313,7 @@ def _bad_alp_nodes():
 
 
 def _alprd_raw(rbw, dict_len, entries, lp=1, patches=None):
-    from vortex_io.proto import ProtoWriter
+    from vortex_io._proto import ProtoWriter
 
     w = ProtoWriter().varint(1, rbw).varint(2, dict_len).packed_varints(3, entries).varint(4, lp, always=True)
     if patches is not None:
@@ -476,7 +476,7 @@ def test_alp_compare_and_is_in(t):
 @pytest.mark.parametrize("t", FLOATS)
 def test_alp_take_validity_is_null(t):
     from tests.native_util import identical
-    from vortex_io.arrow import dtype_to_arrow
+    from vortex_io._arrow import dtype_to_arrow
 
     rng = np.random.default_rng(9)
     for name, a in _kernel_arrays(t):

@@ -15,8 +15,8 @@ import pytest
 
 import vortex_io as vio
 from vortex_io import _native_glue as ng
-from vortex_io.errors import VortexIPCError
-from vortex_io.ipc.schema import MessageType, decode_message_header, decode_message_header_py
+from vortex_io._errors import VortexIPCError
+from vortex_io._ipc.schema import MessageType, decode_message_header, decode_message_header_py
 
 from .native_util import NATIVE
 

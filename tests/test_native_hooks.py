@@ -18,8 +18,11 @@ import vortex_io as vio
 from tests.native_util import NATIVE, as_bits, stream_of
 from vortex_io import _native_glue as ng
 from vortex_io import dtype as dt
-from vortex_io.array import Array
-from vortex_io.arrow import dtype_to_arrow
+from vortex_io._array import Array
+from vortex_io._arrow import dtype_to_arrow
+from vortex_io._ipc.framing import MessageDecoder
+from vortex_io._limits import ReaderLimits
+from vortex_io._proto import ProtoWriter
 from vortex_io.compute.kernels import compare_storage, is_in_storage, is_null_result, take
 from vortex_io.compute.numeric import validity
 from vortex_io.encodings.bool_ import bool_array
@@ -30,9 +33,6 @@ from vortex_io.encodings.datetimeparts import DATETIMEPARTS, datetimeparts_encod
 from vortex_io.encodings.decimal_byte_parts import decimal_byte_parts_encode
 from vortex_io.encodings.masked import MASKED
 from vortex_io.encodings.primitive import primitive_array
-from vortex_io.ipc.framing import MessageDecoder
-from vortex_io.limits import ReaderLimits
-from vortex_io.proto import ProtoWriter
 
 pytestmark = pytest.mark.skipif(not NATIVE, reason="the native core is off (VORTEX_IO_NATIVE=0)")
 

@@ -17,7 +17,10 @@ from hypothesis import strategies as st
 import vortex_io as vio
 from tests.native_util import assert_same, stream_of, table_stream
 from vortex_io import dtype as dt
-from vortex_io.array import Array
+from vortex_io._array import Array
+from vortex_io._errors import LimitExceededError, MalformedStreamError
+from vortex_io._limits import ReaderLimits
+from vortex_io._proto import ProtoWriter
 from vortex_io.encodings.bitpacked import bitpack
 from vortex_io.encodings.bool_ import bool_array
 from vortex_io.encodings.constant import constant_array
@@ -30,9 +33,6 @@ from vortex_io.encodings.runend import RunEndMeta, runend_array, runend_encode
 from vortex_io.encodings.sequence import sequence_array, sequence_encode
 from vortex_io.encodings.sparse import sparse_array, sparse_encode
 from vortex_io.encodings.zigzag import zigzag_array, zigzag_encode
-from vortex_io.errors import LimitExceededError, MalformedStreamError
-from vortex_io.limits import ReaderLimits
-from vortex_io.proto import ProtoWriter
 
 INTS = ["u1", "u2", "u4", "u8", "i1", "i2", "i4", "i8"]
 SIGNED = ["i1", "i2", "i4", "i8"]

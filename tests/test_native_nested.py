@@ -20,8 +20,9 @@ import vortex_io as vio
 from tests.native_util import NATIVE, assert_same, outcome, stream_of, table_stream
 from tests.strategies import arrays_of, leaf_types, nested_types, tables
 from vortex_io import dtype as dt
-from vortex_io.array import Array
-from vortex_io.arrow import dtype_from_arrow
+from vortex_io._array import Array
+from vortex_io._arrow import dtype_from_arrow
+from vortex_io._proto import ProtoWriter
 from vortex_io.encodings.bool_ import bool_array
 from vortex_io.encodings.bytebool import bytebool_array, bytebool_encode
 from vortex_io.encodings.chunked import CHUNKED, chunked_array
@@ -33,7 +34,6 @@ from vortex_io.encodings.list_ import list_array
 from vortex_io.encodings.listview import listview_array
 from vortex_io.encodings.masked import MASKED
 from vortex_io.encodings.primitive import primitive_array
-from vortex_io.proto import ProtoWriter
 
 # the vortex-data streams are read both ways with or without the native core; only the
 # strict native comparison needs it

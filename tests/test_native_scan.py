@@ -127,7 +127,7 @@ def _hooks_message(rng, n, day0):
     import decimal
 
     from vortex_io import dtype as dt
-    from vortex_io.array import Array
+    from vortex_io._array import Array
     from vortex_io.encodings.bool_ import bool_array
     from vortex_io.encodings.bytebool import bytebool_array
     from vortex_io.encodings.chunked import chunked_array
@@ -206,7 +206,7 @@ def test_nested_and_temporal_encodings_filter_natively(monkeypatch):
     to Python (``strict()``, and the per-message Python scan is never entered)."""
     data = _hooks_stream()
     d = vio.StreamReader(data).dtype
-    from vortex_io.scan import Scan
+    from vortex_io._scan import Scan
 
     handed_back = []
     real = Scan._scan_one

@@ -17,8 +17,12 @@ import vortex_io as vio
 from tests.native_util import NATIVE, assert_same, identical, stream_of
 from vortex_io import _native_glue as ng
 from vortex_io import dtype as dt
-from vortex_io.array import Array
-from vortex_io.arrow import from_arrow
+from vortex_io._array import Array
+from vortex_io._arrow import from_arrow
+from vortex_io._errors import VortexIPCError
+from vortex_io._ipc.framing import MessageDecoder
+from vortex_io._limits import ReaderLimits
+from vortex_io._proto import ProtoWriter
 from vortex_io.compute import kernels as K
 from vortex_io.compute.numeric import validity as py_validity
 from vortex_io.encodings.bool_ import bool_array
@@ -27,10 +31,6 @@ from vortex_io.encodings.fsst import FSST, SymbolTable, fsst_encode
 from vortex_io.encodings.onpair import ONPAIR, onpair_encode
 from vortex_io.encodings.primitive import primitive_array
 from vortex_io.encodings.varbin import varbin_array
-from vortex_io.errors import VortexIPCError
-from vortex_io.ipc.framing import MessageDecoder
-from vortex_io.limits import ReaderLimits
-from vortex_io.proto import ProtoWriter
 
 WORDS = ["hello world", "", "a", "hello there", "the quick brown fox", "wörld ünïcode ✓",
          "x" * 300, "http://example.com/path?q=1", "AAPL", "MSFT", "\x00\xff"]

@@ -25,6 +25,7 @@ ray = pytest.importorskip("ray")
 from ray.data.expressions import col, lit  # noqa: E402
 
 import vortex_io as vio  # noqa: E402
+from vortex_io._scan import message_spans  # noqa: E402
 from vortex_io.expr import col as vcol  # noqa: E402
 from vortex_io.integrations.ray_data import (  # noqa: E402
     Untranslatable,
@@ -33,7 +34,6 @@ from vortex_io.integrations.ray_data import (  # noqa: E402
     translate,
     write_vortex_ipc,
 )
-from vortex_io.scan import message_spans  # noqa: E402
 
 from .test_scan import same  # noqa: E402
 

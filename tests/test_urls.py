@@ -30,8 +30,8 @@ from fsspec.implementations.memory import MemoryFileSystem  # noqa: E402
 
 import vortex_io as vio  # noqa: E402
 from vortex_io import _fs  # noqa: E402
+from vortex_io._scan import expand_sources, message_ranges, message_spans  # noqa: E402
 from vortex_io.expr import col  # noqa: E402
-from vortex_io.scan import expand_sources, message_ranges, message_spans  # noqa: E402
 
 from .test_scan import TABLE, same  # noqa: E402
 
@@ -257,7 +257,7 @@ def test_fsspec_is_imported_only_for_urls(tmp_path):
     p.write_bytes(DATA)
     code = ("import sys, vortex_io as vio\n"
             f"vio.scan({str(p)!r}).to_arrow(); vio.StreamReader({p.as_uri()!r}).close()\n"
-            "from vortex_io.scan import message_spans, expand_sources\n"
+            "from vortex_io import message_spans, expand_sources\n"
             f"message_spans({str(p)!r}); expand_sources({str(tmp_path / '*')!r})\n"
             "assert 'fsspec' not in sys.modules, 'fsspec imported'\n"
             "print('ok')")

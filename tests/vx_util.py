@@ -12,7 +12,7 @@ import io
 import pyarrow as pa
 
 import vortex_io as vio
-from vortex_io.ipc.framing import MessageDecoder
+from vortex_io._ipc.framing import MessageDecoder
 
 vx = __import__("vortex")
 serde = __import__("vortex.serde", fromlist=["serde"])

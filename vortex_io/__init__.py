@@ -18,9 +18,9 @@ from typing import Any
 
 from . import compute, dtype, expr, integrity
 from . import encodings as encodings
-from .array import Array, Encoding, get_encoding, register_encoding, registered_encodings
-from .compress import CompressOptions, compress
-from .errors import (
+from ._array import Array, Encoding, get_encoding, register_encoding, registered_encodings
+from ._compress import CompressOptions, compress
+from ._errors import (
     IntegrityError,
     LimitExceededError,
     MalformedStreamError,
@@ -28,7 +28,7 @@ from .errors import (
     UnsupportedError,
     VortexIPCError,
 )
-from .ipc import (
+from ._ipc import (
     AsyncStreamReader,
     AsyncStreamWriter,
     Batch,
@@ -39,11 +39,11 @@ from .ipc import (
     read_ipc,
     write_ipc,
 )
-from .limits import ReaderLimits
-from .metadata import Metadata
-from .scalar import Scalar
-from .scan import Scan, ScanStats, read_table, scan
-from .stats import ArrayStats
+from ._limits import ReaderLimits
+from ._metadata import Metadata
+from ._scalar import Scalar
+from ._scan import Scan, ScanStats, expand_sources, message_spans, read_table, scan
+from ._stats import ArrayStats
 
 __version__ = "0.1.0"
 
@@ -75,9 +75,11 @@ __all__ = [
     "compute",
     "dtype",
     "encodings",
+    "expand_sources",
     "expr",
     "get_encoding",
     "integrity",
+    "message_spans",
     "read_ipc",
     "read_table",
     "register_encoding",
@@ -102,7 +104,7 @@ def array(obj, dtype=None) -> Array:
     import numpy as np
     import pyarrow as pa
 
-    from .arrow import from_arrow
+    from ._arrow import from_arrow
 
     if isinstance(obj, Array):
         return obj

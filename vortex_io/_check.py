@@ -83,7 +83,7 @@ def check_metadata(func: str, name: str, value: Any) -> Any:
     """``value`` as a ``vortex_io.Metadata``; ``TypeError`` naming the parameter unless it
     is custom metadata: None, a mapping or a sequence of (key, value) pairs of str or bytes,
     a ``vortex_io.Metadata``, or Arrow ``KeyValueMetadata``."""
-    from .metadata import Metadata
+    from ._metadata import Metadata
 
     accepts = ("None, a mapping or a list of (key, value) pairs of str or bytes, or a "
                "vortex_io.Metadata")

@@ -23,14 +23,14 @@ import warnings
 from typing import Any
 
 from . import dtype as dt
-from .errors import (
+from ._errors import (
     LimitExceededError,
     MalformedStreamError,
     TruncatedStreamError,
     UnsupportedError,
     VortexIPCError,
 )
-from .limits import ReaderLimits
+from ._limits import ReaderLimits
 
 __all__ = ["enabled", "native", "dtype_program", "stream", "error_of", "known_flags",
            "decode_threads"]
@@ -173,7 +173,7 @@ atexit.register(stream.cache_clear)  # (native objects freed before the interpre
 
 @functools.lru_cache(maxsize=1024)
 def _known(encodings: tuple[str, ...], registry_size: int) -> tuple[bool, ...]:
-    from .array import _REGISTRY
+    from ._array import _REGISTRY
 
     return tuple(e in _REGISTRY for e in encodings)
 
@@ -182,7 +182,7 @@ def known_flags(encodings: tuple[str, ...]) -> tuple[bool, ...]:
     """Which of a message's encoding IDs Python knows (the native core decodes the rest of
     its tree and hands those subtrees back); an installed plugin of an ID nobody
     registered is loaded first (``vortex_io.get_encoding``)."""
-    from .array import _REGISTRY, _ensure_builtins, load_plugin
+    from ._array import _REGISTRY, _ensure_builtins, load_plugin
 
     _ensure_builtins()
     for e in encodings:

@@ -210,7 +210,7 @@ class Output:
 
 def _sniff(prefix: bytes) -> str | None:
     """The format of input starting with ``prefix``, by its signature."""
-    from .ipc.framing import looks_like
+    from ._ipc.framing import looks_like
 
     if prefix.startswith(b"PAR1"):
         return "parquet"
@@ -279,11 +279,11 @@ def _read(inp: Input, fmt: str, batch_rows: int) -> Source:
     """The input read as ``fmt``, batch by batch."""
     import pyarrow as pa
 
-    from .arrow import schema_metadata_pairs
+    from ._arrow import schema_metadata_pairs
 
     size = inp.size
     if fmt == "vxipc":
-        from .ipc.reader import StreamReader
+        from ._ipc.reader import StreamReader
 
         r = StreamReader(inp.source())
         schema = r.schema
@@ -470,7 +470,7 @@ def _check_encodings(encodings: dict[str, str] | None, schema: Any) -> None:
     """Refuse ``--encoding`` for unknown columns or encoding IDs before anything is written."""
     if not encodings:
         return
-    from .compress import encoder_for
+    from ._compress import encoder_for
 
     for name, enc in encodings.items():
         if name not in schema.names:
@@ -662,7 +662,7 @@ def inspect_stream(path: str | Input) -> dict[str, Any]:
     """Everything ``inspect`` shows, as JSON-ready data (stable key order). ``path``: a
     path, or an ``Input`` (standard input, a pipe)."""
     from . import dtype as dt
-    from .ipc.reader import StreamReader
+    from ._ipc.reader import StreamReader
 
     inp = path if isinstance(path, Input) else Input(path)
     out: dict[str, Any] = {"file": os.path.basename(inp.path) if not inp.stdin else inp.name,
@@ -739,7 +739,7 @@ def verify_stream(path: str, *, require_integrity: bool = False) -> str:
     """Check a whole stream: frame every message (verifying its checksums and the end
     marker when the stream has integrity data) and decode every batch. Returns the one-line
     summary; raises the first problem (a ``VortexIPCError``)."""
-    from .ipc.reader import StreamReader
+    from ._ipc.reader import StreamReader
 
     size = os.path.getsize(path)
     rows = batches = 0
@@ -758,7 +758,7 @@ def verify_stream(path: str, *, require_integrity: bool = False) -> str:
 
 def _verify(paths: list[str], require_integrity: bool) -> int:
     """``verify``: one line per file on stdout; 1 if any failed."""
-    from .errors import VortexIPCError
+    from ._errors import VortexIPCError
 
     status = 0
     for path in paths:
@@ -809,7 +809,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_head(args: argparse.Namespace) -> int:
-    from .scan import scan
+    from ._scan import scan
 
     if args.n < 0:
         raise UsageError("-n must be >= 0")
@@ -822,7 +822,7 @@ def _cmd_head(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from .ipc.reader import StreamReader
+    from ._ipc.reader import StreamReader
 
     inp = Input(args.file)
     try:
@@ -843,7 +843,7 @@ def _cmd_sql(args: argparse.Namespace) -> int:
         from .integrations.duckdb_ext import QueryError, query_file
     except ImportError:
         raise UsageError("the sql command needs duckdb: pip install 'vortex-io[duckdb]'") from None
-    from .ipc.reader import StreamReader
+    from ._ipc.reader import StreamReader
 
     inp = Input(args.file)
     with contextlib.ExitStack() as stack:
@@ -978,7 +978,7 @@ def _first_line(e: BaseException, limit: int = 300) -> str:
 
 def _message(e: BaseException) -> str:
     """The one line an error is reported as."""
-    from .errors import VortexIPCError
+    from ._errors import VortexIPCError
 
     if isinstance(e, (VortexIPCError, CommandError, UsageError)):
         return _first_line(e)

@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
         pq.write_table(t, args.path)
     elif args.path.endswith(".vxipc"):
-        from .ipc.writer import write_ipc
+        from ._ipc.writer import write_ipc
 
         write_ipc(args.path, t)
     elif args.path.endswith(".csv"):

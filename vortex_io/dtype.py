@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import MalformedStreamError, UnsupportedError
+from ._errors import MalformedStreamError, UnsupportedError
 
 __all__ = [
     "PType",
@@ -204,7 +204,7 @@ class DType:
         """The Arrow type values of this dtype convert to (see ``Array.to_arrow``)."""
         global _dtype_to_arrow
         if _dtype_to_arrow is None:  # (arrow.py imports this module)
-            from .arrow import dtype_to_arrow as _dtype_to_arrow
+            from ._arrow import dtype_to_arrow as _dtype_to_arrow
         return _dtype_to_arrow(self)
 
     @property
@@ -447,6 +447,6 @@ def time(unit: str | TimeUnit = "us", nullable: bool = False) -> Extension:
 
 def from_arrow(arrow_type: Any, nullable: bool = True) -> DType:
     """The Vortex dtype of an Arrow type (or field, or schema)."""
-    from .arrow import dtype_from_arrow
+    from ._arrow import dtype_from_arrow
 
     return dtype_from_arrow(arrow_type, nullable)

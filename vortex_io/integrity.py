@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from . import _native_glue as ng
-from .metadata import Metadata
+from ._metadata import Metadata
 
 __all__ = [
     "crc32c",

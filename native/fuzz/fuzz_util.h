@@ -68,7 +68,7 @@ inline void touch(const Buf& b) {
 }
 
 // What Arrow (pyarrow's import of the exported column, with the schema Python derives from
-// the dtype: vortex_io.arrow.dtype_to_arrow) relies on: the layout of the dtype, buffers
+// the dtype: vortex_io._arrow.dtype_to_arrow) relies on: the layout of the dtype, buffers
 // long enough for `len` rows, offsets and views inside their data, children long enough,
 // and a null count that matches the validity bitmap. A violation is a bug: pyarrow would
 // read out of bounds (or see other values than the reference reader). Values are not

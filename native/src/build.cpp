@@ -1,5 +1,5 @@
 // Building the encoding tree of an Array message: the native twin of
-// vortex_io.ipc.messages.decode_array_body and _Builder (the same checks in the same order,
+// vortex_io._ipc.messages.decode_array_body and _Builder (the same checks in the same order,
 // so a malformed message fails with the same error class either way).
 #include "fb.h"
 #include "node.h"

@@ -1,4 +1,4 @@
-// A bounds-checked FlatBuffers table reader (the native twin of vortex_io/ipc/flatbuf.py;
+// A bounds-checked FlatBuffers table reader (the native twin of vortex_io/_ipc/flatbuf.py;
 // the same checks and the same messages).
 #pragma once
 

@@ -40,7 +40,7 @@ struct MsgOut {
   ~MsgOut();
 };
 
-// The `Message` flatbuffer of one message header, as vortex_io/ipc/schema.py's
+// The `Message` flatbuffer of one message header, as vortex_io/_ipc/schema.py's
 // decode_message_header reads it (the same checks in the same order, the same messages):
 // throws vx::Error. Byte ranges point into `b`.
 struct MessageHeaderIn {

@@ -112,7 +112,7 @@ MsgIn message_in(nb::handle t) {
   return m;
 }
 
-// The Message flatbuffer of a header (vortex_io/ipc/schema.decode_message_header's twin):
+// The Message flatbuffer of a header (vortex_io/_ipc/schema.decode_message_header's twin):
 // (version, type, body_size, row_count, encodings, alignment_exponent, metadata pairs or
 // None), or ("err", kind, message).
 nb::tuple message_header(nb::handle obj) {

@@ -1,7 +1,7 @@
 // The encoding tree of one message, and the Encoding interface every native encoding
-// implements (the native twin of vortex_io.array.Encoding; see ARCHITECTURE.md).
+// implements (the native twin of vortex_io._array.Encoding; see ARCHITECTURE.md).
 //
-// Building a tree mirrors vortex_io.ipc.messages._Builder step for step: per node, the
+// Building a tree mirrors vortex_io._ipc.messages._Builder step for step: per node, the
 // encoding checks the dtype, parses its metadata, says how many buffers it takes and the
 // (dtype, length) of each child, the children are built, and the encoding validates the
 // node. The checks (and so the errors) are the reference implementation's.

@@ -1,4 +1,4 @@
-// A bounds-checked protobuf (proto3) wire parser: the native twin of vortex_io/proto.py
+// A bounds-checked protobuf (proto3) wire parser: the native twin of vortex_io/_proto.py
 // (same checks, same messages), for encoding metadata and ScalarValues.
 #pragma once
 

@@ -1,4 +1,4 @@
-// ScalarValue (protobuf) decoding: the native twin of vortex_io.scalar.value_from_proto.
+// ScalarValue (protobuf) decoding: the native twin of vortex_io._scalar.value_from_proto.
 #pragma once
 
 #include <string>

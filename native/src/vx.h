@@ -21,7 +21,7 @@ namespace vx {
 using i128 = __int128;
 using u128 = unsigned __int128;
 
-// The Python exception class an error becomes (vortex_io.errors).
+// The Python exception class an error becomes (vortex_io._errors).
 enum class ErrKind : int {
   Malformed = 1,    // MalformedStreamError
   Truncated = 2,    // TruncatedStreamError

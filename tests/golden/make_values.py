@@ -78,8 +78,8 @@ def cases() -> dict[str, tuple[list[pa.Array], list[str]]]:
 
 def stream_encodings(stream: bytes) -> list[str]:
     """Every encoding ID named by the Array messages of a stream (sorted)."""
-    from vortex_io.ipc.framing import MessageDecoder
-    from vortex_io.ipc.schema import MessageType
+    from vortex_io._ipc.framing import MessageDecoder
+    from vortex_io._ipc.schema import MessageType
 
     dec = MessageDecoder()
     dec.feed(stream)

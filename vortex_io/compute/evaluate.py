@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array
+from .._array import Array
 from .expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from .kernels import (
     LiteralError,

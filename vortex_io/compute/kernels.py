@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array
+from .._array import Array
 
 __all__ = [
     "Mask",
@@ -233,7 +233,7 @@ def _array_arg(func: str, array: Any) -> Array:
     import pyarrow as pa
 
     if isinstance(array, (pa.Array, pa.ChunkedArray)):
-        from ..arrow import from_arrow
+        from .._arrow import from_arrow
 
         return from_arrow(array)
     from .._check import describe
@@ -445,7 +445,7 @@ def take(array: Array, indices: Any) -> Array:
         return res
     import pyarrow as pa
 
-    from ..arrow import from_arrow
+    from .._arrow import from_arrow
 
     a = array.to_arrow()
     return from_arrow(a.take(pa.array(idx)), dtype=array.dtype)
@@ -463,7 +463,7 @@ def take_values(array: Array, indices: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
     c = decoded(take(array, indices))
     if c.encoding != "vortex.primitive":
-        from ..errors import MalformedStreamError
+        from .._errors import MalformedStreamError
 
         raise MalformedStreamError(f"{array.encoding} decoded to {c.dtype!r}")
     return primitive_values(c)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array
+from .._array import Array
 
 __all__ = [
     "OPS",
@@ -232,8 +232,8 @@ def decoded(a: Array) -> Array:
 def decoded_ints(a: Array, what: str) -> np.ndarray:
     """The values of an integer child (codes, offsets, lengths...) as kernel scratch,
     rejecting nulls (``MalformedStreamError``)."""
+    from .._errors import MalformedStreamError
     from ..encodings.primitive import primitive_values
-    from ..errors import MalformedStreamError
 
     c = decoded(a)
     if c.encoding != "vortex.primitive" or not c.dtype.ptype.is_int:

@@ -28,10 +28,10 @@ found through this project's own entry point); ``tests/test_user_encoding.py`` d
 another one from scratch.
 """
 
-from ..array import Array, ArrayParts, Encoding, get_encoding, register_encoding
-from ..errors import MalformedStreamError
-from ..proto import ProtoWriter
-from ..proto import parse as parse_proto
+from .._array import Array, ArrayParts, Encoding, get_encoding, register_encoding
+from .._errors import MalformedStreamError
+from .._proto import ProtoWriter
+from .._proto import parse as parse_proto
 from . import (  # noqa: F401  (import registers)
     alp,
     alprd,

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, typed_view
-from ..errors import MalformedStreamError
+from .._array import Array, typed_view
+from .._errors import MalformedStreamError
 
 BOOL = dt.Bool(False)
 
@@ -123,7 +123,7 @@ def as_array(obj: Any) -> Array:
     """``obj`` as a ``vortex_io.Array`` (an Array as is; Arrow data converted)."""
     if isinstance(obj, Array):
         return obj
-    from ..arrow import from_arrow
+    from .._arrow import from_arrow
 
     return from_arrow(obj)
 

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, load_plugin
+from .._array import Array, load_plugin
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..compress.compressor import CompressOptions
+    from .._compress.compressor import CompressOptions
 
 __all__ = ["Facts", "Scheme", "Trial", "register_scheme", "unregister_scheme",
            "registered_schemes", "scheme_for",
@@ -351,7 +351,7 @@ class Facts:
                                    ptype=self.a.dtype.ptype)
         import pyarrow as pa
 
-        from ..arrow import from_arrow
+        from .._arrow import from_arrow
 
         return from_arrow(self.arrow.take(pa.array(idx)), dtype=self.a.dtype)
 

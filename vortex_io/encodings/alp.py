@@ -30,11 +30,11 @@ import numpy as np
 
 from .. import _memory
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._errors import MalformedStreamError, UnsupportedError
+from .._proto import ProtoWriter, parse
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import OPS, broadcast, decoded, isin_values, np_literal, validity
-from ..errors import MalformedStreamError, UnsupportedError
-from ..proto import ProtoWriter, parse
 from ._common import as_array, validity_mask
 from ._scheme import NODE_COST, Facts, Scheme, Trial, index_width, int_cost, register_scheme
 from .bool_ import bool_array

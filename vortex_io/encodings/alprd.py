@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
-from ..errors import MalformedStreamError, UnsupportedError
-from ..proto import ProtoWriter, parse
+from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._errors import MalformedStreamError, UnsupportedError
+from .._proto import ProtoWriter, parse
 from ._common import as_array, canonical_ints, int_ptype_of
 from ._scheme import (
     NODE_COST,

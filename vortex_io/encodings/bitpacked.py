@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._errors import MalformedStreamError
+from .._proto import ProtoWriter, parse
 from ..compute.numeric import OPS, bound_answer, decoded, isin_values, np_literal, with_validity
-from ..errors import MalformedStreamError
-from ..proto import ProtoWriter, parse
 from . import fastlanes_layout as fl
 from ._common import log2_width, typed_buffer, validity_mask, validity_spec
 from ._scheme import NODE_COST, Facts, Scheme, Trial, as_unsigned, packed_cost, register_scheme

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
+from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._errors import MalformedStreamError
+from .._proto import ProtoWriter, parse
 from ..compute.numeric import bool_compare, with_validity
-from ..errors import MalformedStreamError
-from ..proto import ProtoWriter, parse
 from ._common import arrow_validity, pack_bits, unpack_bits, validity_mask, validity_spec
 
 

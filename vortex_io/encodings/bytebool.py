@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
-from ..errors import MalformedStreamError, UnsupportedError
+from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._errors import MalformedStreamError, UnsupportedError
 from ._common import as_array, validity_spec
 from .bool_ import bool_array, bool_values
 

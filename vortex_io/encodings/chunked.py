@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
-from ..arrow import from_arrow
+from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._arrow import from_arrow
+from .._errors import MalformedStreamError
 from ..compute.kernels import compare_storage, is_in_storage, take
 from ..compute.numeric import is_sorted, validity
-from ..errors import MalformedStreamError
 from ._common import canonical_ints
 from .primitive import primitive_array
 

@@ -6,13 +6,13 @@ import decimal
 from typing import Any
 
 from .. import dtype as dt
-from ..array import Array, Encoding, check_decoded_size, register_encoding
-from ..arrow import python_value_to_arrow
+from .._array import Array, Encoding, check_decoded_size, register_encoding
+from .._arrow import python_value_to_arrow
+from .._errors import MalformedStreamError
+from .._limits import decoded_width
+from .._scalar import Scalar, value_from_proto, value_to_proto
 from ..compute.kernels import compare_storage, is_in_storage, mask_const
 from ..compute.numeric import broadcast
-from ..errors import MalformedStreamError
-from ..limits import decoded_width
-from ..scalar import Scalar, value_from_proto, value_to_proto
 from ._scheme import Facts, Scheme, Trial, register_scheme
 
 
@@ -162,7 +162,7 @@ def _encode_constant(a: Array, params: Any = None) -> Array | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..scalar import value_from_proto, value_to_proto
+    from .._scalar import value_from_proto, value_to_proto
 
     n = len(a)
     if n == 0:

@@ -19,11 +19,11 @@ import numpy as np
 
 from .. import _memory
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
+from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._errors import MalformedStreamError
+from .._proto import ProtoWriter, parse
 from ..compute.kernels import compare_storage, take
 from ..compute.numeric import OPS, int_bounds, validity
-from ..errors import MalformedStreamError
-from ..proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, narrowest_int
 from ._scheme import NODE_COST, Facts, Scheme, Trial, int_cost, register_scheme
 from .constant import constant_value

@@ -8,7 +8,9 @@ import numpy as np
 
 from .. import _memory
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding, typed_view
+from .._array import Array, ArrayParts, Encoding, register_encoding, typed_view
+from .._errors import MalformedStreamError
+from .._proto import ProtoWriter, parse
 from ..compute.kernels import int_range_shortcut
 from ..compute.numeric import (
     OPS,
@@ -18,8 +20,6 @@ from ..compute.numeric import (
     isin_values,
     with_validity,
 )
-from ..errors import MalformedStreamError
-from ..proto import ProtoWriter, parse
 from ._common import arrow_validity, validity_mask, validity_spec
 from .bool_ import bool_array
 
@@ -184,7 +184,7 @@ def resize_decimal_words(buf: np.ndarray, n: int, width: int, target: int) -> np
 
 
 def typed_buffer_raw(buf: np.ndarray, width: int, n: int) -> np.ndarray:
-    from ..array import typed_view
+    from .._array import typed_view
 
     return typed_view(buf, np.dtype(f"<i{width}"), n, "vortex.decimal")
 

@@ -16,11 +16,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
+from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._errors import MalformedStreamError, UnsupportedError
+from .._proto import ProtoWriter, parse
 from ..compute.kernels import compare_storage, is_in_storage, take
 from ..compute.numeric import broadcast, decimal_unscaled, validity
-from ..errors import MalformedStreamError, UnsupportedError
-from ..proto import ProtoWriter, parse
 from ._common import ptype_of
 from ._scheme import NODE_COST, Facts, Scheme, Trial, int_cost, register_scheme
 from .bool_ import bool_array

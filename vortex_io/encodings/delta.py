@@ -30,11 +30,11 @@ import numpy as np
 
 from .. import _memory
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._errors import MalformedStreamError
+from .._proto import ProtoWriter, parse
 from ..compute.kernels import take
 from ..compute.numeric import decoded
-from ..errors import MalformedStreamError
-from ..proto import ProtoWriter, parse
 from . import fastlanes_layout as fl
 from ._common import validity_mask, validity_spec
 from ._scheme import NODE_COST, Facts, Scheme, Trial, delta_bases_cost, int_cost, register_scheme

@@ -24,13 +24,13 @@ import numpy as np
 
 from .. import _memory
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
-from ..arrow import from_arrow, string_view_enabled
+from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._arrow import from_arrow, string_view_enabled
+from .._errors import MalformedStreamError, UnsupportedError
+from .._limits import DEFAULT_LIMITS, ReaderLimits, decoded_width, limits_of
+from .._proto import ProtoWriter, parse
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import broadcast, decoded, int_bounds, validity, with_validity
-from ..errors import MalformedStreamError, UnsupportedError
-from ..limits import DEFAULT_LIMITS, ReaderLimits, decoded_width, limits_of
-from ..proto import ProtoWriter, parse
 from ._common import (
     as_array,
     int_ptype_of,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
+from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._errors import MalformedStreamError
 from ..compute.kernels import compare_storage, is_in_storage, take, take_arrow
 from ..compute.numeric import validity
-from ..errors import MalformedStreamError
 from ._scheme import NODE_COST, Facts, Scheme, Trial, register_scheme
 
 

@@ -22,11 +22,11 @@ import numpy as np
 
 from .. import _memory
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
+from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._errors import MalformedStreamError
+from .._scalar import Scalar
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import bound_answer, broadcast, int_bounds, validity
-from ..errors import MalformedStreamError
-from ..scalar import Scalar
 from . import fastlanes_layout as fl
 from ._scheme import NODE_COST, Facts, Scheme, Trial, as_unsigned, packed_cost, register_scheme
 from .primitive import primitive_array, primitive_values

@@ -33,7 +33,9 @@ import numpy as np
 
 from .. import _memory
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding, typed_view
+from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding, typed_view
+from .._errors import LimitExceededError, MalformedStreamError
+from .._proto import ProtoWriter, parse
 from ..compute.kernels import take
 from ..compute.numeric import (
     bytes_equal_at,
@@ -42,8 +44,6 @@ from ..compute.numeric import (
     needle_bytes,
     with_validity,
 )
-from ..errors import LimitExceededError, MalformedStreamError
-from ..proto import ProtoWriter, parse
 from ._common import (
     canonical_ints,
     int_ptype_of,

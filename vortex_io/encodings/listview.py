@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
-from ..arrow import arrow_take
-from ..errors import MalformedStreamError
-from ..proto import ProtoWriter, parse
+from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._arrow import arrow_take
+from .._errors import MalformedStreamError
+from .._proto import ProtoWriter, parse
 from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_mask, validity_spec
 from .varbin import arrow_offsets
 

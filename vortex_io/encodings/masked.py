@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
+from .._array import Array, ArrayParts, Encoding, register_encoding
 from ..compute.kernels import compare_storage, is_in_storage, take
 from ..compute.numeric import int_bounds, with_validity
 from ._common import arrow_validity, validity_mask, validity_spec

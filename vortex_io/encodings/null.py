@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtype as dt
-from ..array import Array, Encoding, register_encoding
-from ..errors import MalformedStreamError
+from .._array import Array, Encoding, register_encoding
+from .._errors import MalformedStreamError
 
 
 class NullEncoding(Encoding):

@@ -27,9 +27,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
-from ..errors import MalformedStreamError
-from ..proto import ProtoWriter, parse
+from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._errors import MalformedStreamError
+from .._proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, narrowest_uint, text_sample, validity_spec
 from ._scheme import NODE_COST, Facts, Scheme, Trial, int_cost, register_scheme, valid_values
 from .fsst import check_lengths, check_window, decode_tokens, offsets_from_lengths

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array
-from ..errors import MalformedStreamError
-from ..proto import Fields, ProtoWriter, parse
+from .._array import Array
+from .._errors import MalformedStreamError
+from .._proto import Fields, ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, narrowest_uint
 from .primitive import primitive_array, primitive_values
 

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
+from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._errors import MalformedStreamError
 from ..compute.numeric import compare_values, isin_values, with_validity
-from ..errors import MalformedStreamError
 from ._common import arrow_validity, log2_width, typed_buffer, validity_mask, validity_spec
 from .bool_ import bool_array
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
-from ..errors import MalformedStreamError
-from ..proto import ProtoWriter, parse
+from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._errors import MalformedStreamError
+from .._proto import ProtoWriter, parse
 from ._common import canonical_ints, int_ptype_of, validity_mask
 from .bool_ import bool_array
 from .primitive import primitive_array, primitive_values

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._errors import MalformedStreamError, UnsupportedError
+from .._limits import limits_of
+from .._proto import ProtoWriter, parse
 from ..compute.kernels import compare_storage, is_in_storage, take
 from ..compute.numeric import int_bounds, is_sorted, validity
-from ..errors import MalformedStreamError, UnsupportedError
-from ..limits import limits_of
-from ..proto import ProtoWriter, parse
 from ._common import as_array, canonical_ints, int_ptype_of, narrowest_uint, validity_mask
 from ._scheme import NODE_COST, Facts, Scheme, Trial, bit_length, int_cost, register_scheme
 from .bool_ import bool_array, bool_values

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, Encoding, register_encoding
+from .._array import Array, Encoding, register_encoding
+from .._errors import MalformedStreamError
+from .._proto import ProtoWriter, parse, zigzag_decode
+from .._scalar import value_to_proto
 from ..compute.numeric import FLIP, py_compare
-from ..errors import MalformedStreamError
-from ..proto import ProtoWriter, parse, zigzag_decode
-from ..scalar import value_to_proto
 from ._common import as_array
 from ._scheme import Facts, Scheme, Trial, register_scheme
 from .primitive import primitive_array, primitive_values
@@ -81,7 +81,7 @@ class SequenceEncoding(Encoding):
                             _scalar_int(f.get_bytes(2), p, "multiplier"))
 
     def validate(self, arr: Array, limits) -> None:
-        from ..array import check_decoded_size
+        from .._array import check_decoded_size
 
         m: SequenceMeta = arr.meta
         n = len(arr)

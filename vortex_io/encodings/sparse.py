@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
-from ..arrow import from_arrow, python_value_to_arrow, without_views
+from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._arrow import from_arrow, python_value_to_arrow, without_views
+from .._errors import MalformedStreamError, UnsupportedError
+from .._proto import ProtoWriter, parse
+from .._scalar import value_from_proto, value_to_proto
 from ..compute.kernels import compare_storage, is_in_storage, take
 from ..compute.numeric import validity
-from ..errors import MalformedStreamError, UnsupportedError
-from ..proto import ProtoWriter, parse
-from ..scalar import value_from_proto, value_to_proto
 from ._common import as_array, canonical_ints, narrowest_uint, validity_mask
 from ._scheme import NODE_COST, Facts, Scheme, Trial, bit_length, int_cost, register_scheme
 from .bool_ import bool_array, bool_values

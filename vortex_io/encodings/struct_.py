@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
+from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._errors import MalformedStreamError
 from ..compute.kernels import take
-from ..errors import MalformedStreamError
 from ._common import BOOL, arrow_validity, validity_mask
 
 

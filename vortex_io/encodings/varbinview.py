@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
+from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._errors import MalformedStreamError
 from ..compute.numeric import bytes_equal_at
-from ..errors import MalformedStreamError
 from ._common import arrow_validity, validity_mask, validity_spec
 from .bool_ import bool_array
 from .varbin import StringEqualityKernels
@@ -47,7 +47,7 @@ class VarBinViewEncoding(StringEqualityKernels, Encoding):
         return arr.memo("views", lambda: self._checked_views(arr))
 
     def _checked_views(self, arr: Array) -> np.ndarray:
-        from ..array import typed_view
+        from .._array import typed_view
 
         n = len(arr)
         v = typed_view(arr.buffers[-1], np.dtype("<u4"), 4 * n, self.id).reshape(n, 4)

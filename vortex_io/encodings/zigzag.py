@@ -19,8 +19,8 @@ import numpy as np
 
 from .. import _memory
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, register_encoding
-from ..errors import MalformedStreamError
+from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._errors import MalformedStreamError
 from ._scheme import NODE_COST, Facts, Scheme, Trial, packed_cost, register_scheme
 from .primitive import primitive_array, primitive_values
 

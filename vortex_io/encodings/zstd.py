@@ -23,9 +23,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
-from ..errors import MalformedStreamError, UnsupportedError
-from ..proto import LEN, ProtoWriter, parse
+from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._errors import MalformedStreamError, UnsupportedError
+from .._proto import LEN, ProtoWriter, parse
 from ._common import validity_mask, validity_spec
 from ._scheme import NODE_COST, Facts, Scheme, Trial, register_scheme, zstd_cost
 from .primitive import primitive_array, primitive_values

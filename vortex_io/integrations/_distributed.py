@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import VortexIPCError
-from ..limits import ReaderLimits
-from ..scan import MessageRange, MessageSpan, expand_sources, message_ranges, message_spans
+from .._errors import VortexIPCError
+from .._limits import ReaderLimits
+from .._scan import MessageRange, MessageSpan, expand_sources, message_ranges, message_spans
 
 __all__ = ["Piece", "file_spans", "group_pieces", "plan_pieces", "resolve_paths"]
 

@@ -37,10 +37,10 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
 
 import pyarrow as pa
 
+from .._errors import VortexIPCError
+from .._limits import ReaderLimits
+from .._scan import scan
 from ..compute.expr import Expr
-from ..errors import VortexIPCError
-from ..limits import ReaderLimits
-from ..scan import scan
 from ._distributed import Piece, plan_pieces, resolve_paths
 
 __all__ = ["read_vortex_ipc", "read_partition"]

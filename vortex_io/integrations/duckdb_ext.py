@@ -91,11 +91,11 @@ import pyarrow.dataset as pads
 
 from .. import _fs
 from .. import dtype as dt
-from ..arrow import string_view_output, to_arrow_schema
+from .._arrow import string_view_output, to_arrow_schema
+from .._errors import VortexIPCError
+from .._ipc import StreamReader
+from .._scan import Scan, expand_sources, message_spans, scan
 from ..compute.expr import Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
-from ..errors import VortexIPCError
-from ..ipc import StreamReader
-from ..scan import Scan, expand_sources, message_spans, scan
 from ._versions import FileVersions
 
 __all__ = [

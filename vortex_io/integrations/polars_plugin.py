@@ -75,9 +75,9 @@ from typing import TYPE_CHECKING, Any
 
 import vortex_io as vio
 from vortex_io import _fs
+from vortex_io._errors import VortexIPCError
 from vortex_io.compute import check_expr
 from vortex_io.compute.expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
-from vortex_io.errors import VortexIPCError
 from vortex_io.integrations._versions import FileVersions
 
 if TYPE_CHECKING:
@@ -242,7 +242,7 @@ def _no_files(pattern: Any) -> Exception:
 
 def _expand_url(url: str, storage_options: dict[str, Any] | None) -> list[str]:
     """A URL glob expanded with fsspec (sorted, protocol kept)."""
-    from vortex_io.scan import expand_sources
+    from vortex_io._scan import expand_sources
 
     return list(expand_sources(url, storage_options=storage_options))
 

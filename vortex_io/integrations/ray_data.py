@@ -58,11 +58,11 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
 import numpy as np
 import pyarrow as pa
 
+from .._errors import VortexIPCError
+from .._limits import ReaderLimits
+from .._metadata import MetadataLike
+from .._scan import Scan, scan
 from ..compute.expr import Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
-from ..errors import VortexIPCError
-from ..limits import ReaderLimits
-from ..metadata import MetadataLike
-from ..scan import Scan, scan
 from ._distributed import Piece, file_spans, group_pieces, plan_pieces, resolve_paths
 
 __all__ = [
@@ -460,7 +460,7 @@ class VortexIPCDatasink(Datasink):
         os.makedirs(self.path, exist_ok=True)
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> list[tuple[str, int]]:
-        from ..ipc import write_ipc
+        from .._ipc import write_ipc
 
         out = []
         for i, block in enumerate(blocks):

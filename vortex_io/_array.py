@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import numpy as np
 
 from . import dtype as dt
-from .errors import LimitExceededError, MalformedStreamError, UnsupportedError
-from .limits import DEFAULT_LIMITS, ReaderLimits
+from ._errors import LimitExceededError, MalformedStreamError, UnsupportedError
+from ._limits import DEFAULT_LIMITS, ReaderLimits
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-    from .stats import ArrayStats
+    from ._stats import ArrayStats
 
 __all__ = [
     "Array",
@@ -278,7 +278,7 @@ class Array:
     def stats(self) -> ArrayStats:
         """Statistics carried with the array (possibly empty)."""
         if self._stats is None:
-            from .stats import ArrayStats
+            from ._stats import ArrayStats
 
             self._stats = ArrayStats()
         return self._stats
@@ -309,11 +309,11 @@ class Array:
         The Arrow type follows the dtype (``dtype.to_arrow()``); struct arrays give
         ``StructArray``. Canonical buffers are handed to Arrow without copying.
         ``string_view=True`` decodes strings to ``string_view`` (see
-        ``vortex_io.arrow.string_view_output``); None keeps the caller's setting.
+        ``vortex_io._arrow.string_view_output``); None keeps the caller's setting.
         """
         if string_view is None:
             return self._enc.to_arrow(self)
-        from .arrow import string_view_output
+        from ._arrow import string_view_output
 
         with string_view_output(string_view):
             return self._enc.to_arrow(self)
@@ -539,7 +539,7 @@ class Encoding:
     # -- decoding --------------------------------------------------------------------
     def canonicalize(self, arr: Array) -> Array:
         """Decode to a canonical array. The default goes through Arrow."""
-        from .arrow import from_arrow
+        from ._arrow import from_arrow
 
         return from_arrow(self.to_arrow(arr), dtype=arr.dtype)
 

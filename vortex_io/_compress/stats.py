@@ -10,8 +10,8 @@ import decimal
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array
-from ..stats import ArrayStats
+from .._array import Array
+from .._stats import ArrayStats
 
 __all__ = ["compute_stats", "with_stats"]
 

@@ -14,9 +14,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import dtype as dt
+from .._array import Array
 from .._check import check_int, check_metadata, check_type, describe
-from ..array import Array
-from ..metadata import Metadata, MetadataLike
+from .._metadata import Metadata, MetadataLike
 from .framing import MessageEncoder
 
 __all__ = ["StreamWriter", "AsyncStreamWriter", "write_ipc", "to_vortex_chunks", "coerce_dtype"]
@@ -34,7 +34,7 @@ def coerce_dtype(d: Any, func: str = "StreamWriter") -> dt.DType:
     if not isinstance(d, (pa.Schema, pa.Field, pa.DataType)):
         raise TypeError(f"{func}(): dtype must be a vortex_io DType or an Arrow schema, field "
                         f"or type, not {describe(d)}")
-    from ..arrow import dtype_from_arrow
+    from .._arrow import dtype_from_arrow
 
     return dtype_from_arrow(d)
 
@@ -99,7 +99,7 @@ def _arrow_chunks(data: Any) -> Iterator[Any]:
 
 def to_vortex_chunks(data: Any, dtype: dt.DType) -> Iterator[Array]:
     """``data`` as Vortex arrays of exactly ``dtype``, each at most 2**32-1 rows."""
-    from ..arrow import from_arrow
+    from .._arrow import from_arrow
 
     if isinstance(data, Array):
         if data.dtype != dtype:
@@ -165,7 +165,7 @@ class _Compressing:
 
     def _init_compression(self, compress: Any, encodings: Mapping[str, str] | None,
                           func: str = "StreamWriter") -> None:
-        from ..compress import CompressOptions
+        from .._compress import CompressOptions
 
         check_type(func, "compress", compress, (bool, CompressOptions),
                    "a bool or a vortex_io.CompressOptions")
@@ -187,13 +187,13 @@ class _Compressing:
             sent = True
             yield self._enc.array_message(self._prepare(chunk), md)
         if not sent:
-            from ..arrow import from_arrow
+            from .._arrow import from_arrow
 
             yield self._enc.array_message(from_arrow(_empty_arrow(self.dtype), dtype=self.dtype), md)
 
     def _prepare(self, a: Array) -> Array:
         if self.compress:
-            from ..compress import CompressSession, compress
+            from .._compress import CompressSession, compress
 
             if self._session is None:
                 self._session = CompressSession()
@@ -380,7 +380,7 @@ def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: 
     check_metadata("write_ipc", "metadata", metadata)
     data = as_arrow_data("write_ipc", data)
     if metadata is None and isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
-        from ..arrow import schema_metadata_pairs
+        from .._arrow import schema_metadata_pairs
 
         metadata = schema_metadata_pairs(data.schema) or None  # Arrow schema metadata carries over
     if dtype is None:

@@ -18,11 +18,11 @@ import flatbuffers
 
 from .. import _native_glue as _ng
 from .. import dtype as dt
-from ..errors import LimitExceededError, MalformedStreamError, UnsupportedError
+from .._errors import LimitExceededError, MalformedStreamError, UnsupportedError
+from .._limits import ReaderLimits
+from .._metadata import Metadata
+from .._stats import ArrayStats
 from ..integrity import CRC_KEY
-from ..limits import ReaderLimits
-from ..metadata import Metadata
-from ..stats import ArrayStats
 from .flatbuf import Table, root, vtable_at
 
 __all__ = [

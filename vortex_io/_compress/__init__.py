@@ -28,9 +28,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import dtype as dt
-from ..array import Array
+from .._array import Array
+from .._errors import UnsupportedError, VortexIPCError
 from ..encodings._scheme import scheme_for
-from ..errors import UnsupportedError, VortexIPCError
 from .compressor import CompressOptions, CompressSession, compress_array, scheme_names
 
 __all__ = ["compress", "encoder_for", "CompressOptions", "CompressSession", "scheme_names",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 
-from .errors import MalformedStreamError
+from ._errors import MalformedStreamError
 
 __all__ = ["ProtoWriter", "Fields", "parse", "zigzag_decode", "zigzag_encode"]
 

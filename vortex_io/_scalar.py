@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from . import dtype as dt
-from .errors import MalformedStreamError, UnsupportedError
-from .proto import LEN, ProtoWriter, parse, zigzag_decode
+from ._errors import MalformedStreamError, UnsupportedError
+from ._proto import LEN, ProtoWriter, parse, zigzag_decode
 
 __all__ = ["Scalar", "decimal_value_bytes", "decimal_from_unscaled"]
 

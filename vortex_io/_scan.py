@@ -32,23 +32,23 @@ import numpy as np
 from . import _fs
 from . import _native_glue as ng
 from . import dtype as dt
+from ._array import DECODE_METER, Array
+from ._arrow import arrow_take, string_view_output
 from ._check import check_int, check_names, check_source, check_type, describe
-from ._native_scan import lower
-from .array import DECODE_METER, Array
-from .arrow import arrow_take, string_view_output
-from .compute.evaluate import can_skip, check_expr, evaluate_mask
-from .compute.expr import And, Column, Compare, Expr, Literal
-from .compute.kernels import coerce_literal, mask_true, take_arrow
-from .errors import (
+from ._errors import (
     LimitExceededError,
     MalformedStreamError,
     TruncatedStreamError,
     VortexIPCError,
 )
-from .ipc.reader import StreamReader
-from .ipc.reader import _check_stream_message as _check_message
-from .ipc.schema import MessageType, decode_message_header
-from .limits import DEFAULT_LIMITS, ReaderLimits
+from ._ipc.reader import StreamReader
+from ._ipc.reader import _check_stream_message as _check_message
+from ._ipc.schema import MessageType, decode_message_header
+from ._limits import DEFAULT_LIMITS, ReaderLimits
+from ._native_scan import lower
+from .compute.evaluate import can_skip, check_expr, evaluate_mask
+from .compute.expr import And, Column, Compare, Expr, Literal
+from .compute.kernels import coerce_literal, mask_true, take_arrow
 
 __all__ = ["scan", "read_table", "Scan", "ScanStats", "expand_sources", "MessageSpan",
            "MessageRange", "message_spans", "message_ranges"]
@@ -332,7 +332,7 @@ def _schema_of(d: dt.DType, columns: Sequence[str] | None, metadata: Any = None)
     has it (pandas' dtypes, for one, live there)."""
     import pyarrow as pa
 
-    from .arrow import dtype_to_arrow
+    from ._arrow import dtype_to_arrow
 
     md = metadata.to_arrow() if metadata else None
     if not isinstance(d, dt.Struct):

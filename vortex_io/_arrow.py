@@ -15,7 +15,7 @@ Utf8 -> ``string``, Binary -> ``binary``, List -> ``list``, Decimal -> ``decimal
 extensions -> their storage type.
 
 >>> import pyarrow as pa
->>> from vortex_io.arrow import from_arrow
+>>> from vortex_io._arrow import from_arrow
 >>> a = from_arrow(pa.array(["a", None, "ccc"]))
 >>> a.encoding, a.dtype
 ('vortex.varbin', utf8?)
@@ -34,8 +34,8 @@ import numpy as np
 import pyarrow as pa
 
 from . import dtype as dt
-from .array import Array
-from .errors import UnsupportedError
+from ._array import Array
+from ._errors import UnsupportedError
 
 __all__ = ["dtype_to_arrow", "dtype_from_arrow", "from_arrow", "to_arrow_schema",
            "string_view_output", "string_view_enabled", "map_arrow_type"]
@@ -353,7 +353,7 @@ def _arrowable(d: dt.DType, v: Any) -> Any:
     if isinstance(d, dt.Extension):
         return v if d.is_temporal else _arrowable(d.storage, v)
     if isinstance(d, dt.Decimal):
-        from .scalar import decimal_from_unscaled
+        from ._scalar import decimal_from_unscaled
 
         return decimal_from_unscaled(v, d.scale)
     if isinstance(d, dt.Primitive) and d.ptype == dt.PType.F16:
@@ -374,7 +374,7 @@ def schema_metadata_pairs(schema: pa.Schema) -> list[tuple[bytes, bytes]]:
     """
     if not schema.metadata:
         return []
-    from .ipc.flatbuf import root
+    from ._ipc.flatbuf import root
 
     raw = memoryview(schema.serialize())
     if raw[:4].tobytes() == b"\xff\xff\xff\xff":

@@ -34,7 +34,7 @@ marker is cut:
 >>> dec.end_of_input()
 Traceback (most recent call last):
 ...
-vortex_io.errors.TruncatedStreamError: the stream carries integrity data but ends after message 1 without its end marker (message 2, byte offset 444)
+vortex_io.TruncatedStreamError: the stream carries integrity data but ends after message 1 without its end marker (message 2, byte offset 444)
 >>> dec = MessageDecoder()
 >>> dec.feed(data + b"".join(bytes(p) for p in enc.end_marker()))
 >>> [(m.type.name, m.end_marker) for m in dec], dec.finished
@@ -53,8 +53,8 @@ import numpy as np
 from .. import _native_glue as ng
 from .. import dtype as dt
 from .. import integrity as ig
-from ..array import Array
-from ..errors import (
+from .._array import Array
+from .._errors import (
     IntegrityError,
     LimitExceededError,
     MalformedStreamError,
@@ -62,8 +62,8 @@ from ..errors import (
     UnsupportedError,
     VortexIPCError,
 )
-from ..limits import DEFAULT_LIMITS, ReaderLimits
-from ..metadata import Metadata, MetadataLike
+from .._limits import DEFAULT_LIMITS, ReaderLimits
+from .._metadata import Metadata, MetadataLike
 from .flatbuf import root
 from .messages import Message, aligned_empty, body_layout, serialize_array
 from .schema import MessageType, decode_message_header, encode_dtype, encode_message_header
@@ -603,7 +603,7 @@ class MessageEncoder:
             raise ValueError("end_marker() before dtype_message()")
         import pyarrow as pa
 
-        from ..arrow import from_arrow
+        from .._arrow import from_arrow
 
         empty = from_arrow(pa.array([], type=self._dtype.to_arrow()), dtype=self._dtype)
         md = Metadata([(ig.END_KEY, ig.end_value(self.messages, self.rows))])

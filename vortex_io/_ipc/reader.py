@@ -19,10 +19,10 @@ from typing import Any
 from .. import _fs
 from .. import _native_glue as ng
 from .. import dtype as dt
-from ..array import Array
-from ..errors import MalformedStreamError, VortexIPCError
-from ..limits import DEFAULT_LIMITS, ReaderLimits
-from ..metadata import Metadata
+from .._array import Array
+from .._errors import MalformedStreamError, VortexIPCError
+from .._limits import DEFAULT_LIMITS, ReaderLimits
+from .._metadata import Metadata
 from .framing import MessageDecoder
 from .messages import Message
 from .schema import MessageType
@@ -100,7 +100,7 @@ class Batch:
     def _native_arrow(self, string_view: bool) -> Any:
         import pyarrow as pa
 
-        from ..arrow import to_arrow_schema
+        from .._arrow import to_arrow_schema
 
         d, limits, _ = self._ctx
         m = self._msg
@@ -109,7 +109,7 @@ class Batch:
         cols = native_columns([m], d, limits, fields, string_view, 1)[0]
         if fields is None:
             return cols[0]
-        from ..arrow import string_view_output
+        from .._arrow import string_view_output
 
         with string_view_output(string_view):
             schema = to_arrow_schema(d)
@@ -138,7 +138,7 @@ class Batch:
     def __arrow_c_schema__(self) -> Any:
         """The batch's Arrow schema (a table's, with the batch's metadata) or type, as a
         PyCapsule; nothing is decoded."""
-        from ..arrow import dtype_to_arrow, to_arrow_schema
+        from .._arrow import dtype_to_arrow, to_arrow_schema
 
         d = self._dtype()
         if _table_fields(d) is None:
@@ -197,7 +197,7 @@ def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
     and may catch it to emit the columns of the messages before it: see ``partial``)."""
     import pyarrow as pa
 
-    from ..arrow import dtype_to_arrow, string_view_output
+    from .._arrow import dtype_to_arrow, string_view_output
 
     s = ng.stream(d, limits)
     with string_view_output(string_view):
@@ -247,7 +247,7 @@ def _python_columns(m: Message, d: dt.DType, limits: ReaderLimits,
     know), decoded by the Python implementation."""
     import pyarrow as pa
 
-    from ..arrow import string_view_output
+    from .._arrow import string_view_output
 
     try:
         with string_view_output(string_view):
@@ -497,7 +497,7 @@ class StreamReader:
     @property
     def schema(self) -> Any:
         """The Arrow schema batches convert to (struct streams: one field per column)."""
-        from ..arrow import to_arrow_schema
+        from .._arrow import to_arrow_schema
 
         return to_arrow_schema(self.dtype).with_metadata(
             self.metadata.to_arrow() if self.metadata else None)
@@ -544,7 +544,7 @@ class StreamReader:
         thread only. The result is the same whatever the count. (The numpy implementation,
         ``VORTEX_IO_NATIVE=0``, decodes on the calling thread.)
         """
-        from ..arrow import string_view_output
+        from .._arrow import string_view_output
 
         n = ng.decode_threads(threads)
         if ng.enabled():
@@ -605,7 +605,7 @@ class StreamReader:
     def _read_arrow_native(self, string_view: bool, threads: int) -> Any:
         import pyarrow as pa
 
-        from ..arrow import string_view_output
+        from .._arrow import string_view_output
 
         d = self.dtype
         with string_view_output(string_view):

@@ -15,18 +15,18 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from ..array import Array, ArrayParts, check_decoded_size, get_encoding
-from ..errors import (
+from .._array import Array, ArrayParts, check_decoded_size, get_encoding
+from .._errors import (
     IntegrityError,
     LimitExceededError,
     MalformedStreamError,
     UnsupportedError,
     VortexIPCError,
 )
+from .._limits import DEFAULT_LIMITS, ReaderLimits
+from .._metadata import Metadata
+from .._stats import ArrayStats
 from ..integrity import crc32c, user_metadata
-from ..limits import DEFAULT_LIMITS, ReaderLimits
-from ..metadata import Metadata
-from ..stats import ArrayStats
 from .flatbuf import root, vtable_at
 from .schema import (
     FlatNode,
@@ -333,7 +333,7 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
         )
     # the whole batch, before any node: rows x fixed width (a struct of many expanding
     # columns is bounded as a whole, not only column by column)
-    from ..limits import decoded_width
+    from .._limits import decoded_width
 
     nbytes = header.row_count * decoded_width(dtype)
     if nbytes > limits.max_decoded_bytes:  # (the message is formatted only on failure)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from . import dtype as dt
-from .errors import MalformedStreamError
-from .scalar import value_from_proto, value_to_proto
+from ._errors import MalformedStreamError
+from ._scalar import value_from_proto, value_to_proto
 
 __all__ = ["ArrayStats"]
 

@@ -28,7 +28,7 @@ Selection is deterministic: no randomness, the sample is fixed, ties go to the e
 candidate. Every scheme produces arrays vortex-data 0.93 decodes.
 
 >>> import numpy as np, vortex_io as vio
->>> from vortex_io.compress import compress_array
+>>> from vortex_io._compress import compress_array
 >>> a = compress_array(vio.array(np.arange(100_000, dtype=np.int64) * 3 + 7))
 >>> a.encoding, a.nbytes < 100
 ('vortex.sequence', True)
@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import dtype as dt
-from ..array import Array
+from .._array import Array
+from .._errors import UnsupportedError, VortexIPCError
 from ..encodings._scheme import (
     NODE_COST,
     Facts,
@@ -54,7 +55,6 @@ from ..encodings._scheme import (
     scheme_names,
     value_kind,
 )
-from ..errors import UnsupportedError, VortexIPCError
 
 __all__ = ["CompressOptions", "CompressSession", "compress_array", "scheme_names"]
 

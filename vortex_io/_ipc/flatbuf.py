@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import MalformedStreamError
+from .._errors import MalformedStreamError
 
 _U8 = struct.Struct("<B")
 _U16 = struct.Struct("<H")

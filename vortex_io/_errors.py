@@ -94,3 +94,10 @@ class UnsupportedError(VortexIPCError):
 
 class LimitExceededError(VortexIPCError):
     """A size read off the wire exceeds the reader's ``ReaderLimits``."""
+
+
+# shown (tracebacks, reprs) and pickled under the name users import them by
+for _cls in (VortexIPCError, MalformedStreamError, TruncatedStreamError, IntegrityError,
+             UnsupportedError, LimitExceededError):
+    _cls.__module__ = "vortex_io"
+del _cls
