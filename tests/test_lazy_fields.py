@@ -77,12 +77,32 @@ def test_pruned_batches_are_not_built(root_builds):
     assert len(built) == 4 * 2
 
 
+def test_the_reader_seams_a_scan_uses(tmp_path, root_builds):
+    """What a scan needs from a reader is public: ``lazy_fields=``, ``bytes_consumed`` and
+    ``source_name``."""
+    t, data = _xy_stream(compress=False)
+    path = tmp_path / "xy.vxipc"
+    path.write_bytes(data)
+    with vio.StreamReader(str(path), lazy_fields=True) as r:
+        assert r.source_name == str(path)
+        header = r.bytes_consumed
+        assert 0 < header < len(data)
+        root_builds.clear()
+        batches = list(r)
+        assert r.bytes_consumed == len(data)
+    assert root_builds == []  # nothing used, nothing built
+    assert batches[2].array.field("y").to_pylist() == t.column("y").to_pylist()[2048:3072]
+    assert len(root_builds) == 1  # one field of one batch: the one used
+    with vio.StreamReader(data) as r:
+        assert r.source_name is None
+        assert not isinstance(next(iter(r)).array.children, LazyChildren)
+
+
 def test_lazy_children_behave_like_a_tuple():
     t = pa.table({"a": [1, 2], "b": ["x", "y"], "c": [1.5, None]})
     buf = io.BytesIO()
     vio.write_ipc(buf, t, compress=False)
-    r = vio.StreamReader(buf.getvalue())
-    r._lazy_fields = True
+    r = vio.StreamReader(buf.getvalue(), lazy_fields=True)
     arr = next(iter(r)).array
     kids = arr.children
     assert isinstance(kids, LazyChildren) and len(kids) == 3 and "0/3 built" in repr(kids)

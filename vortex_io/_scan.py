@@ -485,7 +485,9 @@ class Scan:
         return self._dtype  # type: ignore[return-value]
 
     def _open(self, src: Any) -> StreamReader:
-        return StreamReader(src, limits=self.limits,
+        # fields are built on first use: pruned batches and unprojected columns never are
+        # (errors in what is used are located by the scan, like lazily decoded data)
+        return StreamReader(src, limits=self.limits, lazy_fields=True,
                             storage_options=self.storage_options if _fs.is_url(src) else None)
 
     def _set_dtype(self, r: StreamReader) -> None:
@@ -547,9 +549,6 @@ class Scan:
                     self._first_closer.detach()
             else:
                 reader = self._open(src)
-            # fields are built on first use: pruned batches and unprojected columns never
-            # are (errors in what is used are located below, like lazily decoded data)
-            reader._lazy_fields = True
             skipped = 0  # bytes before a message range that were jumped over, never read
             try:
                 if self.messages is not None:
@@ -571,7 +570,7 @@ class Scan:
                 yield from self._scan_source(reader, b, emit)
             finally:
                 with stats._lock:
-                    stats.bytes_read += reader._dec.position - skipped
+                    stats.bytes_read += reader.bytes_consumed - skipped
                 reader.close()
 
     def _enter_range(self, reader: StreamReader) -> int:
@@ -580,29 +579,10 @@ class Scan:
         were walked: a file object, or no offset given)."""
         r = self.messages
         assert r is not None
-        reader._stop_index = r.stop
-        dec = reader._dec
-        if r.offset is not None and (reader._src.file is None or reader._src.remote) \
-                and not reader.integrity:
-            # a path (memory-mapped) or bytes: the decoder holds the whole stream, unread; a
-            # URL: a ranged read seeks there (a stream with integrity data is walked
-            # instead: its header checksums chain)
-            before = dec.position
-            try:
-                reader._src.jump(dec, r.offset, r.start)
-            except ValueError:
-                raise ValueError(f"messages=: offset {r.offset} of message {r.start} is not "
-                                 f"after the DType message (which ends at {before})") from None
-            return r.offset - before
-        while dec.messages_decoded < r.start:
-            try:
-                m = reader._next_message()
-                if m is None:
-                    break
-                _check_message(m)
-            except VortexIPCError as e:
-                raise e.locate(source=reader._src.name) from None
-        return 0
+        try:
+            return reader.select_messages(r.start, r.stop, offset=r.offset)
+        except ValueError as e:
+            raise ValueError(f"messages=: {e}") from None
 
     def _scan_source(self, reader: StreamReader, b: _Budget, emit: Callable[[Any], Iterator[Any]]
                      ) -> Iterator[Any]:
@@ -623,7 +603,7 @@ class Scan:
                     arr, b.skip = arr.slice(b.skip, len(arr)), 0
                 except VortexIPCError as e:
                     raise e.locate(message_index=batch.index, offset=batch.offset,
-                                   source=reader._src.name) from None
+                                   source=reader.source_name) from None
             yield from emit(self._scan_one(arr, batch, reader,
                                            None if b.remaining is None else b.remaining + b.skip))
 
@@ -692,7 +672,7 @@ class Scan:
                         break
                     _check_message(m)
                 except VortexIPCError as e:
-                    err = e.locate(source=reader._src.name)
+                    err = e.locate(source=reader.source_name)
                     break
                 if program is None and b.skip:
                     rows = m.header.row_count
@@ -700,7 +680,7 @@ class Scan:
                         try:
                             m.check_body()  # (verified all the same)
                         except VortexIPCError as e:
-                            err = e.locate(source=reader._src.name)
+                            err = e.locate(source=reader.source_name)
                             break
                         b.skip -= rows
                         with stats._lock:
@@ -717,7 +697,7 @@ class Scan:
                 try:
                     m.check_body()
                 except VortexIPCError as e:
-                    err = e.locate(source=reader._src.name)
+                    err = e.locate(source=reader.source_name)
                     del pending[j:]
                     break
             return pending
@@ -738,7 +718,7 @@ class Scan:
                 kind = r[0]
                 if kind == "err":
                     raise ng.error_of(r[1], r[2]).locate(
-                        message_index=m.index, offset=m.offset, source=reader._src.name)
+                        message_index=m.index, offset=m.offset, source=reader.source_name)
                 rows = m.header.row_count
                 if kind == "python":
                     arr = m.array(d, reader.limits, lazy=True)
@@ -775,7 +755,7 @@ class Scan:
                                     by_name[nm] = _select(arr.field(nm), idx)
                     except VortexIPCError as e:
                         raise e.locate(message_index=m.index, offset=m.offset,
-                                       source=reader._src.name) from None
+                                       source=reader.source_name) from None
                     finally:
                         DECODE_METER.reset(token)
                     with stats._lock:
@@ -807,7 +787,7 @@ class Scan:
                 out = self._scan_chunk(arr, remaining)
         except VortexIPCError as e:  # decoded lazily: say which file and message
             raise e.locate(message_index=batch.index, offset=batch.offset,
-                           source=reader._src.name) from None
+                           source=reader.source_name) from None
         finally:
             DECODE_METER.reset(token)
         with stats._lock:

@@ -434,6 +434,12 @@ class StreamReader:
     before its end marker ``TruncatedStreamError``. ``require_integrity=True`` refuses a
     stream without integrity data (``IntegrityError`` when it opens).
 
+    ``lazy_fields=True`` builds a struct batch's fields from the message header only when
+    each is first used: a consumer that projects or prunes batches never builds, nor checks,
+    the others (an error in a field surfaces when, and only if, it is used; ``vortex_io.scan``
+    reads this way and locates such errors itself). ``bytes_consumed`` is how much of the
+    stream the decoder has taken so far, ``source_name`` the path or URL errors name.
+
     >>> import io, vortex_io as vio
     >>> buf = io.BytesIO()
     >>> with vio.StreamWriter(buf, vio.dtype.int64(True), metadata={"app": "demo"}) as w:
@@ -448,13 +454,13 @@ class StreamReader:
 
     def __init__(self, source: Any, *, limits: ReaderLimits | None = None,
                  require_integrity: bool = False,
-                 storage_options: dict[str, Any] | None = None) -> None:
+                 storage_options: dict[str, Any] | None = None,
+                 lazy_fields: bool = False) -> None:
         self.limits = limits or DEFAULT_LIMITS
         self._src = _Source(source, _fs.check_storage_options("StreamReader", storage_options))
         self._dec = MessageDecoder(limits=self.limits, require_integrity=require_integrity,
                                    defer_body_checks=True)
-        #: build struct fields on first use (a scan sets it: it locates errors itself)
-        self._lazy_fields = False
+        self._lazy_fields = bool(lazy_fields)
         #: the stream ends, for this reader, before the message of this index (a scan of a
         #: message range sets it: later messages are never read)
         self._stop_index: int | None = None
@@ -489,10 +495,60 @@ class StreamReader:
                 dec.end_of_input()
                 return None
 
+    def select_messages(self, start: int, stop: int | None = None, *,
+                        offset: int | None = None) -> int:
+        """Read only the Array messages ``start <= index < stop`` from here on (message
+        indexes count the DType message as 0, as ``message_spans`` does); call it before
+        iterating. With ``offset`` (where message ``start`` begins, from ``message_spans``)
+        a memory-mapped file, bytes or a URL jump there without reading what lies between;
+        otherwise, and for streams with integrity data (whose header checksums chain), the
+        messages before ``start`` are framed and dropped. Returns the bytes jumped over
+        unread. ``ValueError`` when ``offset`` lies before what was read already.
+
+        >>> import io, vortex_io as vio
+        >>> buf = io.BytesIO()
+        >>> _ = vio.write_ipc(buf, {"x": list(range(6))}, chunk_rows=2, compress=False)
+        >>> spans = vio.message_spans(buf.getvalue())
+        >>> with vio.StreamReader(buf.getvalue()) as r:
+        ...     _ = r.select_messages(2, 3, offset=spans[1].offset)
+        ...     [b.array.field("x").to_pylist() for b in r]
+        [[2, 3]]
+        """
+        self._stop_index = stop
+        dec = self._dec
+        if offset is not None and (self._src.file is None or self._src.remote) \
+                and not self.integrity:
+            before = dec.position
+            try:
+                self._src.jump(dec, offset, start)
+            except ValueError:
+                raise ValueError(f"offset {offset} of message {start} is not after the DType "
+                                 f"message and what was read (up to {before})") from None
+            return offset - before
+        while dec.messages_decoded < start:
+            try:
+                m = self._next_message()
+                if m is None:
+                    break
+                _check_stream_message(m)
+            except VortexIPCError as e:
+                raise e.locate(source=self._src.name) from None
+        return 0
+
     @property
     def integrity(self) -> bool:
         """True when the stream carries integrity data (every message is verified)."""
         return bool(self._dec.integrity)
+
+    @property
+    def bytes_consumed(self) -> int:
+        """Bytes of the stream the decoder has taken so far (framed messages)."""
+        return self._dec.position
+
+    @property
+    def source_name(self) -> str | None:
+        """The path or URL the stream comes from (what errors name), or None."""
+        return self._src.name
 
     @property
     def schema(self) -> Any:
@@ -754,13 +810,13 @@ class AsyncStreamReader:
     """
 
     def __init__(self, stream: Any, *, limits: ReaderLimits | None = None,
-                 require_integrity: bool = False) -> None:
+                 require_integrity: bool = False, lazy_fields: bool = False) -> None:
         self.limits = limits or DEFAULT_LIMITS
         self._stream = stream
         self._dec = MessageDecoder(limits=self.limits, require_integrity=require_integrity,
                                    defer_body_checks=True)
-        #: build struct fields on first use (a scan sets it: it locates errors itself)
-        self._lazy_fields = False
+        #: build struct fields on first use (see StreamReader)
+        self._lazy_fields = bool(lazy_fields)
         self._done = False
         self._eof = False
         self.dtype: dt.DType | None = None
