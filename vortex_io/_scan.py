@@ -42,7 +42,6 @@ from ._errors import (
     VortexIPCError,
 )
 from ._ipc.reader import StreamReader
-from ._ipc.reader import _check_stream_message as _check_message
 from ._ipc.schema import MessageType, decode_message_header
 from ._limits import DEFAULT_LIMITS, ReaderLimits
 from ._native_scan import lower
@@ -667,12 +666,11 @@ class Scan:
             pending: list[Any] = []
             while len(pending) < window and err is None:
                 try:
-                    m = reader._next_message()
-                    if m is None:
-                        break
-                    _check_message(m)
+                    m = reader.read_message()
                 except VortexIPCError as e:
-                    err = e.locate(source=reader.source_name)
+                    err = e
+                    break
+                if m is None:
                     break
                 if program is None and b.skip:
                     rows = m.header.row_count

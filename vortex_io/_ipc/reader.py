@@ -525,15 +525,21 @@ class StreamReader:
                 raise ValueError(f"offset {offset} of message {start} is not after the DType "
                                  f"message and what was read (up to {before})") from None
             return offset - before
-        while dec.messages_decoded < start:
-            try:
-                m = self._next_message()
-                if m is None:
-                    break
-                _check_stream_message(m)
-            except VortexIPCError as e:
-                raise e.locate(source=self._src.name) from None
+        while dec.messages_decoded < start and self.read_message() is not None:
+            pass
         return 0
+
+    def read_message(self) -> Message | None:
+        """The next Array message framed but not decoded (its parsed header, its body
+        bytes), None at the end of the stream: what iterating does before it builds a
+        ``Batch`` (``message.array(dtype, limits)`` decodes it). Errors name the source."""
+        try:
+            m = self._next_message()
+            if m is not None:
+                _check_stream_message(m)
+            return m
+        except VortexIPCError as e:
+            raise e.locate(source=self._src.name) from None
 
     @property
     def integrity(self) -> bool:
@@ -563,12 +569,15 @@ class StreamReader:
         if self._done:
             raise StopIteration
         try:
-            m = self._next_message()
-            if m is None:
-                self._done = True
-                self._src.close()
-                raise StopIteration
-            _check_stream_message(m)
+            m = self.read_message()
+        except VortexIPCError:
+            self._done = True
+            raise
+        if m is None:
+            self._done = True
+            self._src.close()
+            raise StopIteration
+        try:
             return _batch(m, self.dtype, self.limits, self._lazy_fields)
         except VortexIPCError as e:
             self._done = True
