@@ -14,6 +14,7 @@ b'\\x08\\x07\\x10\\x03'
 from __future__ import annotations
 
 import struct
+from typing import Any, overload
 
 from ._errors import MalformedStreamError
 
@@ -117,6 +118,11 @@ class Fields:
         v = self._f.get(num)
         return v[-1] if v else None
 
+    @overload
+    def get_int(self, num: int, default: int = 0) -> int: ...
+    @overload
+    def get_int(self, num: int, default: None) -> int | None: ...
+
     def get_int(self, num: int, default: int | None = 0) -> int | None:
         v = self.last(num)
         if v is None:
@@ -125,6 +131,11 @@ class Fields:
         if wt != VARINT:
             raise MalformedStreamError(f"{self.name}: field {num} is not a varint")
         return val  # type: ignore[return-value]
+
+    @overload
+    def get_uint(self, num: int, default: int = 0, *, bits: int = 64) -> int: ...
+    @overload
+    def get_uint(self, num: int, default: None, *, bits: int = 64) -> int | None: ...
 
     def get_uint(self, num: int, default: int | None = 0, *, bits: int = 64) -> int | None:
         v = self.get_int(num, default)
@@ -160,7 +171,7 @@ class Fields:
             if wt == VARINT:
                 out.append(val)  # type: ignore[arg-type]
             elif wt == LEN:
-                data = val  # type: ignore[assignment]
+                data: Any = val
                 pos = 0
                 while pos < len(data):
                     x, pos = _read_varint(data, pos, self.name)
@@ -196,10 +207,11 @@ def _read_varint(data, pos: int, name: str) -> tuple[int, int]:
             raise MalformedStreamError(f"{name}: protobuf varint is too long")
 
 
-def parse(data: bytes | memoryview, name: str = "protobuf message") -> Fields:
+def parse(data: Any, name: str = "protobuf message") -> Fields:
     """Parse one protobuf message into its fields. Raises MalformedStreamError on bad input."""
     data = bytes(data)
     out: dict[int, list[tuple[int, object]]] = {}
+    val: int | bytes | memoryview
     pos = 0
     n = len(data)
     while pos < n:

@@ -169,8 +169,9 @@ def _int_of(f, name: str) -> int:
     raise MalformedStreamError(f"{name}: integer scalar has no integer value")
 
 
-def value_from_proto(d: dt.DType, data: bytes | memoryview, _depth: int = 0) -> Any:
-    """Decode ``ScalarValue`` bytes into a Python value of dtype ``d``."""
+def value_from_proto(d: dt.DType, data: bytes | memoryview | np.ndarray, _depth: int = 0) -> Any:
+    """Decode ``ScalarValue`` bytes (bytes-like, or a uint8 buffer) into a Python value of
+    dtype ``d``."""
     if _depth > 32:
         raise MalformedStreamError("scalar nesting is too deep")
     name = f"scalar of {d!r}"
@@ -239,7 +240,7 @@ def value_from_proto(d: dt.DType, data: bytes | memoryview, _depth: int = 0) -> 
         return raw
     if isinstance(s, (dt.List, dt.FixedSizeList, dt.Struct)):
         lst = f.get_message(9, name)
-        items = [] if lst is None else [v for wt, v in lst._f.get(1, []) if wt == LEN]
+        items: list[Any] = [] if lst is None else [v for wt, v in lst._f.get(1, []) if wt == LEN]
         if lst is not None and any(wt != LEN for wt, _ in lst._f.get(1, [])):
             raise MalformedStreamError(f"{name}: list element is not a message")
         if isinstance(s, dt.Struct):

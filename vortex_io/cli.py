@@ -571,6 +571,7 @@ def _write(f: Any, fo: str, source: Source, prog: Progress, *, chunk_rows: int,
 
     schema, stream_md = source.schema, source.metadata
     batches = source.batches
+    w: Any  # the writer of the output format
     if fo == "vxipc":
         import vortex_io as vio
 

@@ -294,7 +294,7 @@ class MessageDecoder:
                             f"header checksum mismatch: the record says {rec[1]:#010x}, the "
                             f"header (chained from the previous message) gives {want:#010x}"))
                 try:
-                    hdr = decode_message_header(memoryview(raw))
+                    hdr = decode_message_header(memoryview(raw))  # type: ignore[arg-type]
                 except VortexIPCError as e:
                     if self._index == 0 and type(e) is MalformedStreamError:
                         e = MalformedStreamError(
@@ -585,8 +585,9 @@ class MessageEncoder:
                                         encodings=encodings, metadata=md,
                                         record=ig.RECORD_PLACEHOLDER)
             parts, size, _ = body_layout(buffers, root_node, self.position + 4 + len(hdr))
-            hdr = bytearray(hdr)
-            _U64.pack_into(hdr, root(memoryview(hdr), "Message")._field(3), size)
+            hdr_buf = bytearray(hdr)
+            _U64.pack_into(hdr_buf, root(memoryview(hdr_buf), "Message")._field(3), size)
+            hdr = bytes(hdr_buf)
             self.rows += len(array)
             return self._sealed(hdr, parts, size)
         parts, size, align = body_layout(buffers, root_node)

@@ -998,7 +998,7 @@ class VortexSource(pads.Dataset, ArrowScanSource):
     def _read(self, names: list[str], every: bool, filters: Sequence[Node], want: pa.Schema
               ) -> Iterator[pa.RecordBatch]:
         expr: Expr | None = None
-        keep = range(len(self.paths))
+        keep: list[int] = list(range(len(self.paths)))
         for f in filters:
             cols = _columns_of(f)
             if cols and cols <= self._virtual.keys():
@@ -1023,9 +1023,9 @@ class VortexSource(pads.Dataset, ArrowScanSource):
                     yield b
                     continue
                 n = b.num_rows
-                cols = [b.column(pos[c]) if c in pos else self._virtual[c].array(i, n)
-                        for c in names]
-                yield pa.RecordBatch.from_arrays(cols, schema=want)
+                arrays = [b.column(pos[c]) if c in pos else self._virtual[c].array(i, n)
+                          for c in names]
+                yield pa.RecordBatch.from_arrays(arrays, schema=want)
 
     def _scan(self, paths: list[str], names: list[str] | None, expr: Expr | None,
               dictionary: list[str], want: pa.Schema) -> Scan:
