@@ -169,3 +169,17 @@ def text_sample(data: np.ndarray, offsets: np.ndarray, target: int, max_row: int
     np.cumsum(lens, out=new[1:])
     idx = np.repeat(starts - new[:-1], lens) + np.arange(int(new[-1]), dtype=np.int64)
     return data[idx], new
+
+
+def scalar_buffer_value(arr: Array, empty: str) -> Any:
+    """The Python value of the ``ScalarValue`` in ``arr``'s first buffer, for ``arr``'s
+    dtype: None for an empty buffer of a nullable dtype; ``MalformedStreamError`` starting
+    with ``empty`` for an empty buffer of a non-nullable one."""
+    from .._scalar import value_from_proto
+
+    raw = arr.buffers[0]
+    if raw.nbytes == 0:
+        if not arr.dtype.nullable:
+            raise MalformedStreamError(f"{empty} for a non-nullable dtype")
+        return None
+    return value_from_proto(arr.dtype, raw)

@@ -40,7 +40,7 @@ __all__ = ["Facts", "Scheme", "Trial", "register_scheme", "unregister_scheme",
 NODE_COST = 24
 
 
-# -- cost models: estimated encoded bytes ---------------------------------------------------------------------------
+# -- cost models: estimated encoded bytes ------------------------------------------------
 
 
 def bit_length(x: int) -> int:

@@ -8,11 +8,11 @@ from typing import Any
 from .. import dtype as dt
 from .._array import Array, Encoding, check_decoded_size, register_encoding
 from .._arrow import python_value_to_arrow
-from .._errors import MalformedStreamError
 from .._limits import decoded_width
 from .._scalar import Scalar, value_from_proto, value_to_proto
 from ..compute.kernels import compare_storage, is_in_storage, mask_const
 from ..compute.numeric import broadcast
+from ._common import scalar_buffer_value
 from ._scheme import Facts, Scheme, Trial, register_scheme
 
 
@@ -128,12 +128,7 @@ def constant_value(arr: Array) -> Any:
 
 
 def _parse_value(arr: Array) -> Any:
-    raw = arr.buffers[0]
-    if raw.nbytes == 0:
-        if not arr.dtype.nullable:
-            raise MalformedStreamError("vortex.constant: empty scalar for a non-nullable dtype")
-        return None
-    return value_from_proto(arr.dtype, raw)
+    return scalar_buffer_value(arr, "vortex.constant: empty scalar")
 
 
 def constant_array(scalar: Scalar | Any, length: int, dtype: dt.DType | None = None) -> Array:
@@ -162,7 +157,7 @@ def _encode_constant(a: Array, params: Any = None) -> Array | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .._scalar import value_from_proto, value_to_proto
+    from .._scalar import value_to_proto
 
     n = len(a)
     if n == 0:

@@ -26,10 +26,10 @@ from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_e
 from .._arrow import from_arrow, python_value_to_arrow, without_views
 from .._errors import MalformedStreamError, UnsupportedError
 from .._proto import ProtoWriter, parse
-from .._scalar import value_from_proto, value_to_proto
+from .._scalar import value_to_proto
 from ..compute.kernels import compare_storage, is_in_storage, take
 from ..compute.numeric import validity
-from ._common import as_array, canonical_ints, narrowest_uint, validity_mask
+from ._common import as_array, canonical_ints, narrowest_uint, scalar_buffer_value, validity_mask
 from ._scheme import NODE_COST, Facts, Scheme, Trial, bit_length, int_cost, register_scheme
 from .bool_ import bool_array, bool_values
 from .constant import constant_array
@@ -220,12 +220,7 @@ def sparse_fill_value(arr: Array) -> Any:
 
 
 def _parse_fill(arr: Array) -> Any:
-    raw = arr.buffers[0]
-    if raw.nbytes == 0:
-        if not arr.dtype.nullable:
-            raise MalformedStreamError("vortex.sparse: empty fill value for a non-nullable dtype")
-        return None
-    return value_from_proto(arr.dtype, raw)
+    return scalar_buffer_value(arr, "vortex.sparse: empty fill value")
 
 
 def _sparse_generic(d: dt.DType, n: int, fill: Any, pos: np.ndarray, values: Array) -> Array:
