@@ -115,7 +115,7 @@ def _plugins() -> dict[str, Any]:
         from importlib.metadata import entry_points
 
         try:
-            eps = entry_points(group=PLUGIN_GROUP)
+            eps: Any = entry_points(group=PLUGIN_GROUP)
         except Exception:  # pragma: no cover - broken metadata of some installed package
             eps = ()
         _PLUGINS = {ep.name: ep for ep in eps}
@@ -202,7 +202,7 @@ class Array:
         *,
         metadata: bytes = b"",
         buffers: Sequence[np.ndarray] = (),
-        children: Sequence[Array] = (),
+        children: Sequence[Array] | LazyChildren = (),
         stats: ArrayStats | None = None,
         meta: Any = _NO_META,
     ) -> None:

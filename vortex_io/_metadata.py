@@ -84,6 +84,7 @@ class Metadata(Mapping[bytes, bytes]):
     """
 
     __slots__ = ("_pairs",)
+    _pairs: tuple[tuple[bytes, bytes], ...]
 
     def __init__(self, source: MetadataLike = None) -> None:
         pairs: list[tuple[bytes, bytes]] = []
@@ -93,7 +94,8 @@ class Metadata(Mapping[bytes, bytes]):
             pairs = list(source._pairs)
         elif hasattr(source, "key") and hasattr(source, "value") and hasattr(source, "__len__") \
                 and type(source).__name__ == "KeyValueMetadata":
-            pairs = [(_b(source.key(i), "key"), _b(source.value(i), "value")) for i in range(len(source))]
+            kv: Any = source  # (pyarrow.KeyValueMetadata, without importing pyarrow)
+            pairs = [(_b(kv.key(i), "key"), _b(kv.value(i), "value")) for i in range(len(kv))]
         elif isinstance(source, Mapping):
             pairs = [(_b(k, "key"), _b(v, "value")) for k, v in source.items()]
         else:

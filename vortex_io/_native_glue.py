@@ -45,7 +45,7 @@ def _load() -> Any:
         _reason = "disabled by VORTEX_IO_NATIVE=0"
         return None
     try:
-        from . import _native as mod
+        from . import _native as mod  # type: ignore[attr-defined]  # compiled, no stubs
     except ImportError as e:  # pragma: no cover - a broken build
         _reason = f"the native extension did not import: {e}"
         warnings.warn(f"vortex_io: {_reason}; using the (slower) numpy implementation",

@@ -126,9 +126,10 @@ def _lower_cmp(f: int, fd: dt.DType, op: str, v: Any) -> tuple[Any, ...]:
             raise _NotNative from None
         return ("cmp", f, _OP[op], ("f", x), pr)
     if isinstance(s, dt.Decimal):
-        r = decimal_unscaled(s, v, op)
-        if r is None:
+        u = decimal_unscaled(s, v, op)
+        if u is None:
             raise _NotNative
+        r = u
         if isinstance(r, bool):
             return ("cmpconst", f, r, pr)
         op2, lit = _eval_int(None, r[1], r[0])

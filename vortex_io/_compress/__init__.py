@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from .. import dtype as dt
 from .._array import Array
@@ -102,16 +102,17 @@ def compress(array: Array, *, encodings: Mapping[str, Any] | None = None,
     out = compress_array(array, opts, per_column=per_column, session=session)
     if not forced:
         return out
+    d = cast(dt.Struct, array.dtype)  # (forced encodings need a struct: checked above)
     validity, fields = StructEncoding.split(out)
-    orig = dict(zip(array.dtype.names, StructEncoding.split(array)[1]))
+    orig = dict(zip(d.names, StructEncoding.split(array)[1]))
     new = []
-    for name, f in zip(array.dtype.names, fields):
+    for name, f in zip(d.names, fields):
         if name in forced and f.encoding != forced[name]:
             src = orig[name]
             f = _forced(name, forced[name], src)
             if f._stats is None:
                 f._stats = src._stats
         new.append(f)
-    return struct_array(array.dtype, len(array), new, validity)
+    return struct_array(d, len(array), new, validity)
 
 

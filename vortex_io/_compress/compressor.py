@@ -39,7 +39,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .. import dtype as dt
 from .._array import Array
@@ -252,9 +252,10 @@ class _Compressor:
     def _struct(self, a: Array, depth: int) -> Array:
         from ..encodings.struct_ import StructEncoding, struct_array
 
+        d = cast(dt.Struct, a.dtype)  # (compress() checked it)
         validity, fields = StructEncoding.split(a)
         out = []
-        for name, f in zip(a.dtype.names, fields):
+        for name, f in zip(d.names, fields):
             stats = f._stats
             if depth == 0:
                 with _column_errors(name, f):
@@ -264,7 +265,7 @@ class _Compressor:
             if c._stats is None and stats is not None:
                 c._stats = stats
             out.append(c)
-        return struct_array(a.dtype, len(a), out, validity)
+        return struct_array(d, len(a), out, validity)
 
     def _encode(self, s: Scheme, a: Array, params: Any) -> Array | None:
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -46,11 +46,11 @@ def check_expr(e: Expr, d: dt.DType) -> None:
         check_expr(left, d)
         check_expr(right, d)
         if isinstance(left, Column) and isinstance(right, Literal) and right.value is not None:
-            coerce_literal(d.field(left.name), right.value)  # type: ignore[union-attr]
+            coerce_literal(cast(dt.Struct, d).field(left.name), right.value)
         return
     if isinstance(e, IsIn) and isinstance(e.child, Column):
         check_expr(e.child, d)
-        fd = d.field(e.child.name)  # type: ignore[union-attr]
+        fd = cast(dt.Struct, d).field(e.child.name)
         for v in e.values:
             if v is not None:
                 coerce_literal(fd, v)

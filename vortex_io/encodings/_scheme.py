@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -348,7 +348,7 @@ class Facts:
             vals, mask = self._values
             sm = None if mask is None else mask[idx]
             return primitive_array(vals[idx], validity_child(sm), nullable=self.a.dtype.nullable,
-                                   ptype=self.a.dtype.ptype)
+                                   ptype=cast(dt.Primitive, self.a.dtype).ptype)
         import pyarrow as pa
 
         from .._arrow import from_arrow
@@ -368,11 +368,13 @@ class Facts:
         sample is all null (it says nothing); None for f16 or an all-null array."""
         from .primitive import primitive_values
 
-        if self.a.dtype.ptype == dt.PType.F16 or self.nulls == self.n:
+        if cast(dt.Primitive, self.a.dtype).ptype == dt.PType.F16 or self.nulls == self.n:
             return None
         s = self.sample
-        if s is not self.a and s.children and not primitive_values(s)[1].any():
-            return self.a
+        if s is not self.a and s.children:
+            mask = primitive_values(s)[1]
+            if mask is not None and not mask.any():
+                return self.a
         return s
 
     @cached_property

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -42,7 +42,7 @@ class ChunkedEncoding(Encoding):
     def to_arrow(self, arr: Array) -> Any:
         import pyarrow as pa
 
-        parts = []
+        parts: list[Any] = []
         for c in self.chunks(arr):
             a = c.to_arrow()
             parts.extend(a.chunks if isinstance(a, pa.ChunkedArray) else [a])
@@ -62,7 +62,7 @@ class ChunkedEncoding(Encoding):
         return chunked_array(out, arr.dtype)
 
     def struct_field(self, arr: Array, name: str) -> Array:
-        return chunked_array([c.field(name) for c in self.chunks(arr)], arr.dtype.field(name))
+        return chunked_array([c.field(name) for c in self.chunks(arr)], cast(dt.Struct, arr.dtype).field(name))
 
     # -- compute kernels: chunk by chunk ---------------------------------------------
     def _per_chunk(self, arr: Array, fn: Any) -> Any:

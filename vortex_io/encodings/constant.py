@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import decimal
-from typing import Any
+from typing import Any, cast
 
 from .. import dtype as dt
 from .._array import Array, Encoding, check_decoded_size, register_encoding
@@ -163,7 +163,7 @@ def _encode_constant(a: Array, params: Any = None) -> Array | None:
     if n == 0:
         return None
     known = a._stats.is_constant if a._stats is not None else None
-    if known is False and a._stats.null_count != n:
+    if known is False and a._stats is not None and a._stats.null_count != n:
         return None
     if a.encoding == "vortex.primitive":
         from .primitive import primitive_values
@@ -173,7 +173,7 @@ def _encode_constant(a: Array, params: Any = None) -> Array | None:
             if mask.any():
                 return None
             return constant_array(None, n, a.dtype) if a.dtype.nullable else None
-        raw = vals.view(a.dtype.ptype.to_unsigned().np_dtype)
+        raw = vals.view(cast(dt.Primitive, a.dtype).ptype.to_unsigned().np_dtype)
         if not (raw == raw[0]).all():
             return None
         v = vals[0].item()

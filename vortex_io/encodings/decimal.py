@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -89,7 +89,7 @@ class DecimalEncoding(Encoding):
         w = arr.meta
         if w > 16:
             return NotImplemented
-        r = decimal_unscaled(arr.dtype, value, op)
+        r = decimal_unscaled(cast(dt.Decimal, arr.dtype), value, op)
         if r is None:
             return NotImplemented
         n = len(arr)
@@ -112,7 +112,7 @@ class DecimalEncoding(Encoding):
             return NotImplemented  # (Arrow's is_in on i256 decimals)
         ints = []
         for v in values:
-            r = decimal_unscaled(arr.dtype, v, "eq")
+            r = decimal_unscaled(cast(dt.Decimal, arr.dtype), v, "eq")
             if isinstance(r, tuple):
                 ints.append(r[1])
         if w == 16:
@@ -131,7 +131,7 @@ class DecimalEncoding(Encoding):
         raw = arr.buffers[0][: n * w].reshape(n, w)[indices]
         valid = self.validity(arr)
         v = None if valid is None else bool_array(valid[indices])
-        return decimal_array(arr.dtype, np.ascontiguousarray(raw).reshape(-1), w, v)
+        return decimal_array(cast(dt.Decimal, arr.dtype), np.ascontiguousarray(raw).reshape(-1), w, v)
 
     def describe(self, arr: Array) -> str:
         return f"i{8 * arr.meta}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from .. import dtype as dt
 from .._array import Array, ArrayParts, Encoding, register_encoding
@@ -20,8 +20,8 @@ class ExtEncoding(Encoding):
         if not isinstance(dtype, dt.Extension):
             raise MalformedStreamError(f"vortex.ext cannot hold {dtype!r}")
 
-    def child_specs(self, dtype: dt.Extension, length, meta, parts: ArrayParts):
-        return [(dtype.storage, length)]
+    def child_specs(self, dtype: dt.DType, length, meta, parts: ArrayParts):
+        return [(cast(dt.Extension, dtype).storage, length)]
 
     def to_arrow(self, arr: Array) -> Any:
         import pyarrow as pa
@@ -48,7 +48,7 @@ class ExtEncoding(Encoding):
         return is_in_storage(arr.children[0], values)
 
     def take(self, arr: Array, indices: Any) -> Any:
-        return ext_array(arr.dtype, take(arr.children[0], indices))
+        return ext_array(cast(dt.Extension, arr.dtype), take(arr.children[0], indices))
 
     def take_arrow(self, arr: Array, indices: Any) -> Any:
         """The storage's rows as Arrow (``take_arrow``), typed as the extension."""
@@ -77,7 +77,7 @@ def _encode_ext_storage(a: Array, params: Any = None) -> Array | None:
     c = a.canonical()
     if c.encoding != "vortex.ext":
         return None
-    return ext_array(a.dtype, c.children[0])
+    return ext_array(cast(dt.Extension, a.dtype), c.children[0])
 
 
 def _estimate_ext(f: Facts, comp: Any) -> Trial | None:
