@@ -488,15 +488,42 @@ def test_register_on_a_fresh_connection_and_cursors(files) -> None:
         duckdb_ext.register(object())
 
 
-def test_planned_sources_are_released(con, files) -> None:
+def _live_sources() -> int:
     import gc
 
     gc.collect()
-    before = set(duckdb_ext._PENDING)  # other tests' failed queries may have left some
-    for _ in range(5):
-        con.sql(f"SELECT count(*) FROM vortex_ipc('{files['main']}') WHERE s = 'a'").fetchall()
-    gc.collect()
-    assert set(duckdb_ext._PENDING) <= before
+    return sum(isinstance(o, duckdb_ext.VortexSource) for o in gc.get_objects())
+
+
+def test_planned_sources_are_released(con, files, monkeypatch) -> None:
+    """What plans registered is dropped once newer plans replace it: the registry of a long
+    session stays bounded."""
+    monkeypatch.setattr(duckdb_ext, "_MAX_PENDING", 4)
+    monkeypatch.setattr(duckdb_ext, "_RECENT_PLANS", 2)
+    before = _live_sources()  # other tests' connections hold theirs
+    for i in range(12):  # twelve requests, each planned anew
+        q = f"SELECT count(*) FROM vortex_ipc('{files['main']}', filename := 'f{i}') WHERE s = 'a'"
+        assert con.sql(q).fetchall() == con.sql(q).fetchall()
+    assert len(duckdb_ext._PENDING) <= 4
+    assert _live_sources() - before <= 4 + 2
+
+
+def test_a_reused_plan_survives_its_replacement(con, files, monkeypatch) -> None:
+    """A repeated request is answered with the sources an earlier planning registered; another
+    thread may replace that plan (or ``register`` forget it) before DuckDB binds the names."""
+    q = f"SELECT count(*) FROM vortex_ipc('{files['main']}') WHERE s = 'a'"
+    want = con.sql(q).fetchall()  # planned: planning it again reuses the sources
+    plan = duckdb_ext._Resolver.__call__
+
+    def replaced_meanwhile(self: duckdb_ext._Resolver, request: str) -> str:
+        sql = plan(self, request)
+        self.forget()  # what a concurrent planning or register() does to the plan
+        _live_sources()  # and whatever nothing holds is gone
+        return sql
+
+    monkeypatch.setattr(duckdb_ext._Resolver, "__call__", replaced_meanwhile)
+    for _ in range(3):
+        assert con.sql(q).fetchall() == want
 
 
 def _pin(spec: list[str]) -> str:

@@ -11,6 +11,9 @@ place or renamed over) is a new version. Imports no engine.
 >>> seen.get(k) is None
 True
 >>> seen.put(k, "header of one")
+'header of one'
+>>> seen.put(k, "derived again")  # the first value stays: every caller holds one object
+'header of one'
 >>> seen.get(seen.key(p))
 'header of one'
 >>> _ = open(p, "wb").write(b"three")  # another size: another version
@@ -67,8 +70,12 @@ class FileVersions:
                 self._values.move_to_end(key)
             return hit
 
-    def put(self, key: tuple[Any, ...], value: Any) -> None:
+    def put(self, key: tuple[Any, ...], value: Any) -> Any:
+        """Keep ``value`` for ``key`` unless a value is kept already (another thread derived
+        it first); returns the value kept, so every caller holds the same object."""
         with self._lock:
-            self._values[key] = value
+            kept = self._values.setdefault(key, value)
+            self._values.move_to_end(key)
             while len(self._values) > self._max:
                 self._values.popitem(last=False)
+            return kept

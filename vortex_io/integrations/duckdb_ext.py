@@ -553,7 +553,7 @@ def _facts(path: str) -> _Facts:
         size = FileVersions.size(key)
     out = _Facts(d, schema, stream_schema, dictionary, rows, len(spans), size)
     if key is not None:
-        _FACTS.put(key, out)
+        out = _FACTS.put(key, out)
     return out
 
 
@@ -910,7 +910,6 @@ class VortexSource(pads.Dataset, ArrowScanSource):
         self.obj = self
         self.paths = list(paths)
         self.on_scan = on_scan
-        self.registered_name: str | None = None
         if not self.paths:
             raise ValueError("VortexSource needs at least one file")
         self._facts = [_facts(p) for p in self.paths] if facts is None else list(facts)
@@ -962,9 +961,6 @@ class VortexSource(pads.Dataset, ArrowScanSource):
     # -- DuckDB's source protocol --
 
     def __arrow_c_schema__(self) -> Any:
-        # DuckDB reads the schema once it has bound the registered name: from here on the
-        # plan holds this object and the registry entry is no longer needed
-        _release(self.registered_name)
         return self._stream_schema.__arrow_c_schema__()
 
     def rows(self) -> int | None:
@@ -1070,24 +1066,23 @@ def _located(s: Scan, paths: Sequence[str]) -> Iterator[pa.RecordBatch]:
 
 # -- the registry of planned sources -----------------------------------------------------------------
 
-#: handles of registered sources whose schema DuckDB has not read yet (name -> handle). A handle
-#: keeps its registry entry alive; DuckDB binds the name right after the resolver returns it.
+#: the handles of the sources plans named most recently (name -> handle, the newest last). The
+#: resolver returns SQL naming registered sources and DuckDB binds those names right after, on
+#: the planning thread; what it has bound, its plan holds. A repeated request is answered with
+#: the names an earlier planning registered, possibly on another thread, so no planning may
+#: drop a handle another one has just returned: every answer holds its handles here, and only
+#: the _MAX_PENDING most recent answers' handles are kept (the registry stays bounded).
 _PENDING: OrderedDict[str, Any] = OrderedDict()
 _PENDING_LOCK = threading.Lock()
 _MAX_PENDING = 256
 
 
-def _release(name: str | None) -> None:
-    if name is None:
-        return
+def _hold(handles: Sequence[Any]) -> None:
     with _PENDING_LOCK:
-        _PENDING.pop(name, None)
-
-
-def _hold(name: str, handle: Any) -> None:
-    with _PENDING_LOCK:
-        _PENDING[name] = handle
-        while len(_PENDING) > _MAX_PENDING:  # planned but never bound (a failed query)
+        for handle in handles:
+            _PENDING[handle.name] = handle
+            _PENDING.move_to_end(handle.name)
+        while len(_PENDING) > _MAX_PENDING:
             _PENDING.popitem(last=False)
 
 
@@ -1214,9 +1209,10 @@ class _Resolver:
             hit = self._recent.get(request)
         if hit is not None and len(hit[0]) == len(facts) and all(
                 a is b for a, b in zip(hit[0], facts)):  # the same versions of the same files
-            with self._lock:  # the most recent: kept (registered) while DuckDB binds it
+            with self._lock:
                 if request in self._recent:
                     self._recent.move_to_end(request)
+            _hold(hit[2])  # registered while DuckDB binds them, whatever replaces the plan
             return hit[1]
         virtual = _virtual_columns(paths, list(facts), opts)
         groups: dict[dt.DType, list[int]] = {}
@@ -1230,8 +1226,6 @@ class _Resolver:
                                virtual=[v.subset(idx) for v in virtual],
                                facts=[facts[i] for i in idx])
             handle = cur._register_source(src, None)
-            src.registered_name = handle.name
-            _hold(handle.name, handle)
             handles.append(handle)
             sources.append((src, handle.name))
         if len(sources) == 1:
@@ -1240,6 +1234,7 @@ class _Resolver:
             sql = _union_sql(sources, virtual)
         else:
             sql = _first_schema_sql(sources)
+        _hold(handles)
         with self._lock:
             self._recent[request] = (facts, sql, handles)
             while len(self._recent) > _RECENT_PLANS:

@@ -565,7 +565,7 @@ class _Spec:
         s = self.open(key)
         out = (s.dtype, s.schema)
         if ck is not None:
-            _HEADERS.put(ck, out)
+            out = _HEADERS.put(ck, out)
         return out
 
     def file_columns(self) -> Any:
