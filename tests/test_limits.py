@@ -34,7 +34,6 @@ import vortex_io as vio
 from fuzz.sandbox import Sandbox
 from tests.vx_util import our_array_stream, split_messages
 from vortex_io import dtype as dt
-from vortex_io._limits import limits_of
 from vortex_io._proto import ProtoWriter
 from vortex_io.encodings.bitpacked import bitpacked_array
 from vortex_io.encodings.constant import constant_array
@@ -243,19 +242,19 @@ def test_arrays_carry_the_limits_they_were_read_with():
     lim = vio.ReaderLimits(max_decoded_bytes=100_000)
     with vio.StreamReader(_dict_of_long_strings(50, 10_000), limits=lim) as r:
         (b,) = list(r)
-    assert limits_of(b.array) is lim
-    assert all(limits_of(c) is lim for c in b.array.children)
+    assert b.array.limits is lim
+    assert all(c.limits is lim for c in b.array.children)
     # reading is lazy and cheap; decoding 50 x 10 KB = 500 KB is over this reader's limit
     with pytest.raises(vio.LimitExceededError, match="over the limit of 100000"):
         b.array.to_arrow()
     # slices keep them (scan slices batches for offset/limit)
-    assert limits_of(b.array.slice(0, 40)) is lim
+    assert b.array.slice(0, 40).limits is lim
     with pytest.raises(vio.LimitExceededError, match="over the limit of 100000"):
         b.array.slice(0, 40).to_arrow()
     assert b.array.slice(0, 5).to_arrow().to_pylist() == ["x" * 10_000] * 5
     # the same stream under the default limits decodes
     assert vio.read_ipc(_dict_of_long_strings(50, 10_000)).to_pylist() == ["x" * 10_000] * 50
-    assert limits_of(vio.array([1, 2])) == vio.ReaderLimits()  # built in memory: defaults
+    assert vio.array([1, 2]).limits == vio.ReaderLimits()  # built in memory: defaults
 
 
 @pytest.mark.parametrize("enc", [fsst_encode, onpair_encode])

@@ -107,6 +107,8 @@ def _ensure_builtins() -> None:
 #: the entry points of group "vortex_io.encodings" not loaded yet, by name (None: not read)
 _PLUGINS: dict[str, Any] | None = None
 PLUGIN_GROUP = "vortex_io.encodings"
+#: the plugins that failed to import, with the error each raised
+_PLUGIN_ERRORS: dict[str, str] = {}
 
 
 def _plugins() -> dict[str, Any]:
@@ -130,15 +132,19 @@ def load_plugin(encoding_id: str) -> bool:
     yet, it is registered here. A plugin that fails to import raises ``UnsupportedError``
     naming it.
     """
+    failed = _PLUGIN_ERRORS.get(encoding_id)
+    if failed is not None:  # the same error every time, not "unsupported" the second time
+        raise UnsupportedError(failed)
     ep = _plugins().pop(encoding_id, None)
     if ep is None:
         return False
     try:
         obj = ep.load()
     except Exception as e:
-        raise UnsupportedError(
-            f"encoding {encoding_id!r}: its plugin {ep.value!r} failed to load: "
-            f"{type(e).__name__}: {e}") from e
+        msg = (f"encoding {encoding_id!r}: its plugin {ep.value!r} failed to load: "
+               f"{type(e).__name__}: {e}")
+        _PLUGIN_ERRORS[encoding_id] = msg
+        raise UnsupportedError(msg) from e
     if encoding_id not in _REGISTRY and (
             isinstance(obj, Encoding) or (isinstance(obj, type) and issubclass(obj, Encoding))):
         register_encoding(obj)
@@ -523,8 +529,6 @@ class Encoding:
                     else [parts.child(i, d, n) for i, (d, n) in enumerate(specs)])
         arr = Array(self, dtype, length, metadata=parts.metadata, buffers=parts.buffers,
                     children=children, stats=parts.stats, meta=meta)
-        if parts.limits is not DEFAULT_LIMITS:  # what later decodes check expansions against
-            arr._cache["limits"] = parts.limits
         self.validate(arr, parts.limits)
         return arr
 

@@ -5,7 +5,7 @@ The defaults suit a service reading from peers it does not trust: one batch neve
 the reader materialize more than 512 MiB, whatever its headers claim. Raise them (or use
 ``ReaderLimits.unlimited()``) for trusted bulk data.
 
-Arrays read from a stream carry the limits they were read with (``limits_of``), so the
+Arrays read from a stream carry the limits they were read with (``Array.limits``), so the
 checks made while they are decoded lazily (``to_arrow()`` long after reading) use them.
 
 >>> from vortex_io import ReaderLimits
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from . import dtype as _dt
 
-__all__ = ["ReaderLimits", "DEFAULT_LIMITS", "limits_of", "decoded_width"]
+__all__ = ["ReaderLimits", "DEFAULT_LIMITS", "decoded_width"]
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -70,11 +70,6 @@ class ReaderLimits:
 
 
 DEFAULT_LIMITS = ReaderLimits()
-
-
-def limits_of(arr: object) -> ReaderLimits:
-    """The limits an array was read with (``DEFAULT_LIMITS`` for arrays built in memory)."""
-    return getattr(arr, "limits", DEFAULT_LIMITS)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -185,10 +185,12 @@ def known_flags(encodings: tuple[str, ...]) -> tuple[bool, ...]:
     from ._array import _REGISTRY, _ensure_builtins, load_plugin
 
     _ensure_builtins()
-    for e in encodings:
-        if e not in _REGISTRY:
-            load_plugin(e)
-    return _known(encodings, len(_REGISTRY))
+    flags = _known(encodings, len(_REGISTRY))
+    if all(flags):
+        return flags
+    if any([load_plugin(e) for e, known in zip(encodings, flags) if not known]):
+        flags = _known(encodings, len(_REGISTRY))
+    return flags
 
 
 _KINDS = {1: MalformedStreamError, 2: TruncatedStreamError, 3: UnsupportedError,

@@ -30,7 +30,7 @@ from typing import Any, cast
 from .. import dtype as dt
 from .._array import Array
 from .._errors import UnsupportedError, VortexIPCError
-from ..encodings._scheme import scheme_for
+from ..encodings._scheme import named_scheme
 from .compressor import CompressOptions, CompressSession, compress_array, scheme_names
 
 __all__ = ["compress", "encoder_for", "CompressOptions", "CompressSession", "scheme_names",
@@ -44,7 +44,7 @@ def encoder_for(encoding_id: str, options: CompressOptions | None = None
     the children compressed in turn. ``UnsupportedError`` naming the known IDs otherwise."""
     from .compressor import _Compressor
 
-    if scheme_for(encoding_id) is None:
+    if named_scheme(encoding_id) is None:
         raise UnsupportedError(f"no encoder for {encoding_id!r}; known: {sorted(scheme_names())}")
     opts = options or CompressOptions()
     return lambda a: _Compressor(opts).force(a, encoding_id)
@@ -95,7 +95,7 @@ def compress(array: Array, *, encodings: Mapping[str, Any] | None = None,
                 forced[name] = spec
             else:
                 ids = frozenset(spec)
-                bad = {i for i in ids - set(scheme_names()) if scheme_for(i) is None}
+                bad = {i for i in ids - set(scheme_names()) if named_scheme(i) is None}
                 if bad:
                     raise UnsupportedError(f"unknown encodings {sorted(bad)} for column {name!r}")
                 per_column[name] = dataclasses.replace(opts, allow=ids)

@@ -31,10 +31,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .._compress.compressor import CompressOptions
 
 __all__ = ["Facts", "Scheme", "Trial", "register_scheme", "unregister_scheme",
-           "registered_schemes", "scheme_for",
+           "registered_schemes", "scheme_for", "named_scheme",
            "scheme_names", "NODE_COST", "bit_length", "padded_rows", "index_width", "as_unsigned",
            "packed_cost", "delta_bases_cost", "zstd_cost", "narrow_codes", "codes_cost", "int_cost",
-           "valid_values", "value_kind", "sample_rows"]
+           "child_int_cost", "valid_values", "value_kind", "sample_rows"]
 
 #: rough wire cost of one array node (flatbuffer node, buffer descriptors, padding)
 NODE_COST = 24
@@ -391,6 +391,17 @@ class Facts:
         return arr.dictionary_encode(null_encoding="encode")
 
 
+def child_int_cost(a: Array, *, compact: bool = False) -> float:
+    """``int_cost`` of a canonical primitive integer array (a child a scheme produced): its
+    valid values in ``len(a)`` slots, its nulls counted."""
+    from .primitive import primitive_values
+
+    vals, mask = primitive_values(a)
+    if mask is None:
+        return int_cost(vals, len(a), 0, compact=compact)
+    return int_cost(vals[mask], len(a), len(a) - int(mask.sum()), compact=compact)
+
+
 def valid_values(a: Array) -> np.ndarray:
     """The valid values of a canonical primitive array."""
     from .primitive import primitive_values
@@ -491,15 +502,22 @@ def registered_schemes(kind: str | None = None) -> tuple[Scheme, ...]:
 
 
 def scheme_for(encoding_id: str, kind: str | None = None) -> Scheme | None:
-    """The scheme producing ``encoding_id`` (for ``kind`` when given; else the first); an
-    installed plugin of that ID is loaded first if none is registered."""
-    for attempt in range(2):
-        for s in registered_schemes(kind):
-            if s.id == encoding_id:
-                return s
-        if attempt or not load_plugin(encoding_id):
-            return None
+    """The registered scheme producing ``encoding_id`` (for ``kind`` when given; else the
+    first), or None."""
+    for s in registered_schemes(kind):
+        if s.id == encoding_id:
+            return s
     return None
+
+
+def named_scheme(encoding_id: str) -> Scheme | None:
+    """``scheme_for`` an ID a caller named (a forced or allowed encoding): an installed
+    plugin of that ID is loaded first when no scheme is registered for it. The search
+    itself never loads plugins."""
+    s = scheme_for(encoding_id)
+    if s is None and load_plugin(encoding_id):
+        s = scheme_for(encoding_id)
+    return s
 
 
 def scheme_names() -> list[str]:

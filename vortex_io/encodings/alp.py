@@ -36,7 +36,15 @@ from .._proto import ProtoWriter, parse
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import OPS, broadcast, decoded, isin_values, np_literal, validity
 from ._common import as_array, validity_mask
-from ._scheme import NODE_COST, Facts, Scheme, Trial, index_width, int_cost, register_scheme
+from ._scheme import (
+    NODE_COST,
+    Facts,
+    Scheme,
+    Trial,
+    child_int_cost,
+    index_width,
+    register_scheme,
+)
 from .bool_ import bool_array
 from .patches import PatchesMeta, apply_patches, make_patches, patch_hits
 from .primitive import primitive_array, primitive_raw, primitive_values
@@ -473,10 +481,8 @@ def _estimate_alp(f: Facts, comp: Any) -> Trial | None:
     if r is None:
         return None
     m = r.meta
-    vals, mask = primitive_values(r.children[0])
     ns = len(s)
-    size = int_cost(vals if mask is None else vals[mask], ns, 0 if mask is None else ns - int(mask.sum()),
-                     compact=f.compact)
+    size = child_int_cost(r.children[0], compact=f.compact)
     if m.patches is not None:
         size += m.patches.len * (f.key.dtype.itemsize + index_width(f.n)) + 2 * NODE_COST
     size = size * f.n / max(ns, 1) + NODE_COST

@@ -25,7 +25,7 @@ from .._proto import ProtoWriter, parse
 from ..compute.kernels import compare_storage, take
 from ..compute.numeric import OPS, int_bounds, validity
 from ._common import canonical_ints, int_ptype_of, narrowest_int
-from ._scheme import NODE_COST, Facts, Scheme, Trial, int_cost, register_scheme
+from ._scheme import NODE_COST, Facts, Scheme, Trial, child_int_cost, register_scheme
 from .constant import constant_value
 from .ext import ext_array
 from .primitive import primitive_array, primitive_raw, primitive_values
@@ -250,9 +250,7 @@ def _estimate_datetimeparts(f: Facts, comp: Any) -> Trial | None:
         return None
     size = 4 * NODE_COST
     for c in r.children:
-        vals, mask = primitive_values(c)
-        size += int_cost(vals if mask is None else vals[mask], len(c),
-                          0 if mask is None else len(c) - int(mask.sum()), compact=f.compact)
+        size += child_int_cost(c, compact=f.compact)
     return Trial(size, lambda: r)
 
 

@@ -22,7 +22,7 @@ from .._proto import ProtoWriter, parse
 from ..compute.kernels import compare_storage, is_in_storage, take
 from ..compute.numeric import broadcast, decimal_unscaled, validity
 from ._common import ptype_of
-from ._scheme import NODE_COST, Facts, Scheme, Trial, int_cost, register_scheme
+from ._scheme import NODE_COST, Facts, Scheme, Trial, child_int_cost, register_scheme
 from .bool_ import bool_array
 from .constant import constant_array
 from .primitive import primitive_array
@@ -193,14 +193,11 @@ def _encode_decimal_byte_parts(a: Array, params: Any = None) -> Array | None:
 
 
 def _estimate_decimal_byte_parts(f: Facts, comp: Any) -> Trial | None:
-    from .primitive import primitive_values
 
     r = _encode_decimal_byte_parts(f.a)
     if r is None:
         return None
-    vals, mask = primitive_values(r.children[0])
-    size = int_cost(vals if mask is None else vals[mask], f.n, 0 if mask is None else f.n - int(mask.sum()),
-                     compact=f.compact)
+    size = child_int_cost(r.children[0], compact=f.compact)
     return Trial(size + NODE_COST, lambda: r)
 
 

@@ -27,7 +27,7 @@ from .. import dtype as dt
 from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from .._arrow import from_arrow, string_view_enabled
 from .._errors import MalformedStreamError, UnsupportedError
-from .._limits import DEFAULT_LIMITS, ReaderLimits, decoded_width, limits_of
+from .._limits import DEFAULT_LIMITS, ReaderLimits, decoded_width
 from .._proto import ProtoWriter, parse
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import broadcast, decoded, int_bounds, validity, with_validity
@@ -132,7 +132,7 @@ class DictEncoding(Encoding):
         idx = checked_indices(codes, valid, nvals, "vortex.dict codes")
         if valid is not None and not valid.any():
             return _all_null(arr.dtype, n)
-        return take_canonical(values.canonical(), idx, valid, arr.dtype, limits=limits_of(arr))
+        return take_canonical(values.canonical(), idx, valid, arr.dtype, limits=arr.limits)
 
     def to_arrow(self, arr: Array) -> Any:
         if string_view_enabled() and isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
@@ -342,7 +342,7 @@ def _strings_from_codes(arr: Array, codes: np.ndarray, valid: np.ndarray | None)
     idx = checked_indices(codes, valid, len(values), "vortex.dict codes")
     if valid is not None and not valid.any():
         return pa.nulls(len(codes), type=arr.dtype.to_arrow())
-    out = _arrow_gather(values.canonical(), idx, valid, limits_of(arr))
+    out = _arrow_gather(values.canonical(), idx, valid, arr.limits)
     t = arr.dtype.to_arrow()
     return out if out.type == t else out.cast(t)
 

@@ -22,7 +22,6 @@ import numpy as np
 from .. import dtype as dt
 from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from .._errors import MalformedStreamError, UnsupportedError
-from .._limits import limits_of
 from .._proto import ProtoWriter, parse
 from ..compute.kernels import compare_storage, is_in_storage, take
 from ..compute.numeric import int_bounds, is_sorted, validity
@@ -114,7 +113,7 @@ class RunEndEncoding(Encoding):
         if hi - lo == 0:
             return values.slice(0, 0).canonical()
         return repeat_canonical(values.slice(lo, hi).canonical(), counts, arr.dtype,
-                                limits=limits_of(arr))
+                                limits=arr.limits)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         """Moves the offset and drops the runs outside the range (vortex-data requires the
