@@ -14,7 +14,7 @@ b'\\x08\\x07\\x10\\x03'
 from __future__ import annotations
 
 import struct
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from ._errors import MalformedStreamError
 
@@ -118,19 +118,23 @@ class Fields:
         v = self._f.get(num)
         return v[-1] if v else None
 
+    def _last_of(self, num: int, wire_type: int, kind: str) -> object | None:
+        """The last value of field ``num``, which must have ``wire_type``; None if absent."""
+        v = self.last(num)
+        if v is None:
+            return None
+        if v[0] != wire_type:
+            raise MalformedStreamError(f"{self.name}: field {num} is not {kind}")
+        return v[1]
+
     @overload
     def get_int(self, num: int, default: int = 0) -> int: ...
     @overload
     def get_int(self, num: int, default: None) -> int | None: ...
 
     def get_int(self, num: int, default: int | None = 0) -> int | None:
-        v = self.last(num)
-        if v is None:
-            return default
-        wt, val = v
-        if wt != VARINT:
-            raise MalformedStreamError(f"{self.name}: field {num} is not a varint")
-        return val  # type: ignore[return-value]
+        val = self._last_of(num, VARINT, "a varint")
+        return default if val is None else cast(int, val)  # varints parse to ints
 
     @overload
     def get_uint(self, num: int, default: int = 0, *, bits: int = 64) -> int: ...
@@ -153,13 +157,8 @@ class Fields:
         return bool(v)
 
     def get_bytes(self, num: int, default: bytes | None = None) -> bytes | None:
-        v = self.last(num)
-        if v is None:
-            return default
-        wt, val = v
-        if wt != LEN:
-            raise MalformedStreamError(f"{self.name}: field {num} is not length-delimited")
-        return val  # type: ignore[return-value]
+        val = self._last_of(num, LEN, "length-delimited")
+        return default if val is None else cast(bytes, val)  # LEN fields parse to bytes
 
     def get_message(self, num: int, name: str) -> Fields | None:
         raw = self.get_bytes(num)

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import dtype as dt
 from ._errors import MalformedStreamError, UnsupportedError
-from ._proto import LEN, ProtoWriter, parse, zigzag_decode
+from ._proto import LEN, Fields, ProtoWriter, parse, zigzag_decode
 
 __all__ = ["Scalar", "decimal_value_bytes", "decimal_from_unscaled"]
 
@@ -160,13 +160,24 @@ def value_to_proto(d: dt.DType, v: Any) -> bytes:
     return _value_msg(d, v).finish()
 
 
-def _int_of(f, name: str) -> int:
-    """Field 3 (sint64) or 4 (uint64): readers accept either for any integer dtype."""
+def int_field(f: Fields, name: str) -> int:
+    """The integer of a parsed ``ScalarValue``: field 3 (sint64) or 4 (uint64), which
+    readers accept for any integer dtype."""
     if 3 in f:
-        return zigzag_decode(f.get_uint(3))  # type: ignore[arg-type]
+        return zigzag_decode(f.get_uint(3))
     if 4 in f:
-        return f.get_uint(4)  # type: ignore[return-value]
+        return f.get_uint(4)
     raise MalformedStreamError(f"{name}: integer scalar has no integer value")
+
+
+def _bytes_field(f: Fields, nums: tuple[int, int], kind: str, name: str) -> bytes:
+    """The first of fields ``nums`` present: a string is field 7 and binary field 8, and
+    readers accept either for both."""
+    for num in nums:
+        raw = f.get_bytes(num)
+        if raw is not None:
+            return raw
+    raise MalformedStreamError(f"{name}: missing {kind} value")
 
 
 def value_from_proto(d: dt.DType, data: bytes | memoryview | np.ndarray, _depth: int = 0) -> Any:
@@ -190,7 +201,7 @@ def value_from_proto(d: dt.DType, data: bytes | memoryview | np.ndarray, _depth:
     if isinstance(s, dt.Primitive):
         p = s.ptype
         if p.is_int:
-            v = _int_of(f, name)
+            v = int_field(f, name)
             info = np.iinfo(p.np_dtype)
             if not info.min <= v <= info.max:
                 # a sint64 field may carry a u64 bit pattern and vice versa
@@ -216,28 +227,18 @@ def value_from_proto(d: dt.DType, data: bytes | memoryview | np.ndarray, _depth:
         raw = f.get_bytes(8)
         if raw is None:
             if 3 in f or 4 in f:
-                return _int_of(f, name)
+                return int_field(f, name)
             raise MalformedStreamError(f"{name}: missing decimal value")
         if len(raw) not in (1, 2, 4, 8, 16, 32):
             raise MalformedStreamError(f"{name}: decimal value of {len(raw)} bytes")
         return int.from_bytes(raw, "little", signed=True)
     if isinstance(s, dt.Utf8):
-        raw = f.get_bytes(7)
-        if raw is None:
-            raw = f.get_bytes(8)
-        if raw is None:
-            raise MalformedStreamError(f"{name}: missing string value")
         try:
-            return raw.decode("utf-8")
+            return _bytes_field(f, (7, 8), "string", name).decode("utf-8")
         except UnicodeDecodeError:
             raise MalformedStreamError(f"{name}: string value is not UTF-8") from None
     if isinstance(s, dt.Binary):
-        raw = f.get_bytes(8)
-        if raw is None:
-            raw = f.get_bytes(7)
-        if raw is None:
-            raise MalformedStreamError(f"{name}: missing binary value")
-        return raw
+        return _bytes_field(f, (8, 7), "binary", name)
     if isinstance(s, (dt.List, dt.FixedSizeList, dt.Struct)):
         lst = f.get_message(9, name)
         items: list[Any] = [] if lst is None else [v for wt, v in lst._f.get(1, []) if wt == LEN]

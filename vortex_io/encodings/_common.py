@@ -92,6 +92,24 @@ def canonical_ints(a: Array, what: str) -> np.ndarray:
     return vals
 
 
+def primitive(d: dt.DType, what: str) -> dt.Primitive:
+    """``d`` as a ``dt.Primitive``; ``MalformedStreamError`` naming ``what`` otherwise.
+
+    Encodings whose ``check_dtype`` admits only primitives read their dtype through this,
+    so the type checker knows it is one and a mis-built array fails clearly."""
+    if not isinstance(d, dt.Primitive):
+        raise MalformedStreamError(f"{what} must be primitive, not {d!r}")
+    return d
+
+
+def array_ptype(a: Array) -> dt.PType:
+    """The primitive type of ``a``, whose dtype must be a ``dt.Primitive``."""
+    d = a.dtype
+    if not isinstance(d, dt.Primitive):
+        raise MalformedStreamError(f"{a.encoding} must be primitive, not {d!r}")
+    return d.ptype
+
+
 def log2_width(ptype: dt.PType) -> int:
     return {1: 0, 2: 1, 4: 2, 8: 3}[ptype.byte_width]
 

@@ -22,6 +22,7 @@ every value that does not round-trip bit for bit (NaN, inf, -0.0, ...).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -35,7 +36,7 @@ from .._errors import MalformedStreamError, UnsupportedError
 from .._proto import ProtoWriter, parse
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import OPS, broadcast, decoded, isin_values, np_literal, validity
-from ._common import as_array, validity_mask
+from ._common import array_ptype, as_array, primitive, validity_mask
 from ._scheme import (
     NODE_COST,
     Facts,
@@ -64,17 +65,18 @@ def _nearest_f32(x: Fraction) -> np.float32:
     return np.float32(best)
 
 
-F10 = {
+F10: dict[dt.PType, list[np.floating[Any]]] = {
     dt.PType.F64: [np.float64(float(10**i)) for i in range(24)],
     dt.PType.F32: [np.float32(10**i) for i in range(11)],
 }
-IF10 = {
+IF10: dict[dt.PType, list[np.floating[Any]]] = {
     dt.PType.F64: [np.float64(float(f"1e-{i}")) for i in range(24)],
     dt.PType.F32: [_nearest_f32(Fraction(1, 10**i)) for i in range(11)],
 }
 #: largest exponent vortex-data accepts (e and f), per float type
 MAX_EXPONENT = {dt.PType.F64: 18, dt.PType.F32: 10}
 _INT = {dt.PType.F64: dt.PType.I64, dt.PType.F32: dt.PType.I32}
+_FLOAT_OF_INT = {i: f for f, i in _INT.items()}
 _UINT = {dt.PType.F64: np.uint64, dt.PType.F32: np.uint32}
 _SWEET = {dt.PType.F64: np.float64(2.0**52 + 2.0**51), dt.PType.F32: np.float32(2.0**23 + 2.0**22)}
 
@@ -91,7 +93,7 @@ class ALPMeta:
     def decode(cls, raw: bytes) -> ALPMeta:
         fl = parse(raw, "ALPMetadata")
         pm = fl.get_message(3, "ALPMetadata.patches")
-        return cls(fl.get_uint(1, 0, bits=32), fl.get_uint(2, 0, bits=32),  # type: ignore[arg-type]
+        return cls(fl.get_uint(1, 0, bits=32), fl.get_uint(2, 0, bits=32),
                    None if pm is None else PatchesMeta.from_fields(pm, "vortex.alp"))
 
     def encode(self) -> bytes:
@@ -116,45 +118,75 @@ def alp_decode_values(enc: np.ndarray, ptype: dt.PType, e: int, f: int) -> np.nd
     return out
 
 
-class ALPEncoding(Encoding):
-    id = "vortex.alp"
+class FloatPartsEncoding(Encoding):
+    """What ``vortex.alp`` and ``vortex.alprd`` share: f32/f64 nodes without buffers whose
+    children are the encoded parts, then the optional patches (``meta.patches``)."""
 
     def check_dtype(self, dtype: dt.DType) -> None:
         if not isinstance(dtype, dt.Primitive) or dtype.ptype not in (dt.PType.F32, dt.PType.F64):
-            raise MalformedStreamError(f"vortex.alp holds f32 or f64, not {dtype!r}")
+            raise MalformedStreamError(f"{self.id} holds f32 or f64, not {dtype!r}")
 
-    def parse_metadata(self, raw: bytes, dtype: dt.DType, length: int) -> ALPMeta:
-        m = ALPMeta.decode(raw)
-        mx = MAX_EXPONENT[dtype.ptype]  # type: ignore[attr-defined]
-        if m.e > mx or m.f > mx:
-            raise MalformedStreamError(
-                f"vortex.alp exponents e={m.e}, f={m.f} out of range for {dtype!r} (at most {mx})")
+    def decode_meta(self, raw: bytes, dtype: dt.Primitive) -> Any:
+        """The metadata, its own fields checked (``parse_metadata`` checks the patches)."""
+        raise NotImplementedError
+
+    def part_specs(self, dtype: dt.Primitive, length: int, meta: Any
+                   ) -> tuple[list[tuple[dt.DType, int]], dt.DType]:
+        """((dtype, length) of each part, the dtype of the patch values)."""
+        raise NotImplementedError
+
+    def parse_metadata(self, raw: bytes, dtype: dt.DType, length: int) -> Any:
+        m = self.decode_meta(raw, primitive(dtype, self.id))
         if m.patches is not None:
             if not m.patches.indices_ptype.is_unsigned:
-                raise MalformedStreamError("vortex.alp: patch indices must be unsigned")
+                raise MalformedStreamError(f"{self.id}: patch indices must be unsigned")
             if m.patches.len > length:
-                raise MalformedStreamError(f"vortex.alp: {m.patches.len} patches for {length} rows")
+                raise MalformedStreamError(f"{self.id}: {m.patches.len} patches for {length} rows")
         return m
 
-    def child_specs(self, dtype: dt.DType, length: int, meta: ALPMeta, parts: ArrayParts):
-        specs = [(dt.Primitive(_INT[dtype.ptype], dtype.nullable), length)]  # type: ignore[attr-defined]
+    def child_specs(self, dtype: dt.DType, length: int, meta: Any, parts: ArrayParts
+                    ) -> list[tuple[dt.DType, int]]:
+        specs, patch_dtype = self.part_specs(primitive(dtype, self.id), length, meta)
         if meta.patches is not None:
-            specs += meta.patches.child_specs(dtype)
+            specs += meta.patches.child_specs(patch_dtype)
         if parts.nchildren != len(specs):
-            raise MalformedStreamError(f"vortex.alp has {parts.nchildren} children, expected {len(specs)}")
+            raise MalformedStreamError(f"{self.id} has {parts.nchildren} children, expected {len(specs)}")
         return specs
 
     def validate(self, arr: Array, limits) -> None:
         n = len(arr)
-        check_decoded_size(n * arr.dtype.ptype.byte_width, f"vortex.alp of {n} rows", limits)
+        check_decoded_size(n * array_ptype(arr).byte_width, f"{self.id} of {n} rows", limits)
+
+    def decoded_part(self, arr: Array, what: str, ok: Callable[[dt.PType], bool]) -> Array:
+        """The first child decoded: a ``vortex.primitive`` whose type passes ``ok``, else
+        ``MalformedStreamError`` (``what``: the part, as the message names it)."""
+        c = arr.children[0].canonical()
+        d = c.dtype
+        if c.encoding != "vortex.primitive" or not isinstance(d, dt.Primitive) or not ok(d.ptype):
+            raise MalformedStreamError(f"{self.id} {what} {d!r}")
+        return c
+
+
+class ALPEncoding(FloatPartsEncoding):
+    id = "vortex.alp"
+
+    def decode_meta(self, raw: bytes, dtype: dt.Primitive) -> ALPMeta:
+        m = ALPMeta.decode(raw)
+        mx = MAX_EXPONENT[dtype.ptype]
+        if m.e > mx or m.f > mx:
+            raise MalformedStreamError(
+                f"vortex.alp exponents e={m.e}, f={m.f} out of range for {dtype!r} (at most {mx})")
+        return m
+
+    def part_specs(self, dtype: dt.Primitive, length: int, meta: ALPMeta
+                   ) -> tuple[list[tuple[dt.DType, int]], dt.DType]:
+        return [(dt.Primitive(_INT[dtype.ptype], dtype.nullable), length)], dtype
 
     def canonicalize(self, arr: Array) -> Array:
         m: ALPMeta = arr.meta
         n = len(arr)
-        p = arr.dtype.ptype
-        enc_c = arr.children[0].canonical()
-        if enc_c.encoding != "vortex.primitive" or enc_c.dtype.ptype != _INT[p]:
-            raise MalformedStreamError(f"vortex.alp encoded child decodes to {enc_c.dtype!r}")
+        p = array_ptype(arr)
+        enc_c = self.decoded_part(arr, "encoded child decodes to", lambda ip: ip == _INT[p])
         vchild = enc_c.children[0] if enc_c.children else None
         out = alp_decode_values(primitive_raw(enc_c), p, m.e, m.f)
         if m.patches is not None and m.patches.len:
@@ -184,7 +216,8 @@ class ALPEncoding(Encoding):
             return None
         pos = strict_patch_positions(m.patches, arr.children[1], len(arr), "vortex.alp")
         pv = decoded(arr.children[2])
-        if pv.encoding != "vortex.primitive" or pv.dtype.ptype != arr.dtype.ptype:
+        if (pv.encoding != "vortex.primitive" or not isinstance(pv.dtype, dt.Primitive)
+                or pv.dtype.ptype != array_ptype(arr)):
             raise MalformedStreamError(f"vortex.alp patch values decode to {pv.dtype!r}")
         return pos, primitive_values(pv)[0], validity(pv)
 
@@ -202,7 +235,7 @@ class ALPEncoding(Encoding):
         most ``lit`` iff ``k < t2`` (decoding is monotonic); None when the search window
         around the estimate does not settle it (the caller then falls back)."""
         m: ALPMeta = arr.meta
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         ip = _INT[p]
         est = float(lit) * 10.0 ** (m.e - m.f)
         lim = 2.0 ** (8 * ip.byte_width - 2)
@@ -264,7 +297,7 @@ class ALPEncoding(Encoding):
         return vals, valid
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        lit = np_literal(arr.dtype.ptype, value)
+        lit = np_literal(array_ptype(arr), value)
         if lit is None:
             return NotImplemented
         res = self._encoded_compare(arr, lit, op)
@@ -276,7 +309,7 @@ class ALPEncoding(Encoding):
         """Exactly encodable literals become encoded integers (matched bit for bit, as
         Arrow's is_in does); the patches are matched on their own."""
 
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         m: ALPMeta = arr.meta
         ut = _UINT[p]
         ints: list[int] = []
@@ -320,7 +353,7 @@ class ALPEncoding(Encoding):
 
     def take_values(self, arr: Array, indices: np.ndarray) -> Any:
         m: ALPMeta = arr.meta
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         idx = np.asarray(indices, dtype=np.int64)
         enc, valid = take_values(arr.children[0], idx)
         if enc.dtype != _INT[p].np_dtype:
@@ -349,16 +382,26 @@ class ALPEncoding(Encoding):
 ALP = register_encoding(ALPEncoding())
 
 
+def float_node(part: Array, floats: dict[dt.PType, dt.PType], what: str, nullable: bool,
+               dtype: dt.DType | None, patches: tuple[PatchesMeta, list[Array]] | None
+               ) -> tuple[dt.DType, PatchesMeta | None, list[Array]]:
+    """(dtype, patches meta, patch children) of a ``FloatPartsEncoding`` node: ``dtype``,
+    else the float type ``floats`` maps ``part``'s type to, with ``nullable`` (``TypeError``
+    saying ``what`` when it maps none)."""
+    d = part.dtype
+    fp = floats.get(d.ptype) if isinstance(d, dt.Primitive) else None
+    if fp is None:
+        raise TypeError(f"{what}, not {d!r}")
+    pm, kids = (None, []) if patches is None else (patches[0], list(patches[1]))
+    return (dtype if dtype is not None else dt.Primitive(fp, nullable)), pm, kids
+
+
 def alp_array(encoded: Array, e: int, f: int,
               patches: tuple[PatchesMeta, list[Array]] | None = None,
               dtype: dt.DType | None = None) -> Array:
     """A ``vortex.alp`` array over i32/i64 ``encoded`` with optional (meta, [indices, values])."""
-    ip = encoded.dtype.ptype  # type: ignore[attr-defined]
-    fp = {dt.PType.I64: dt.PType.F64, dt.PType.I32: dt.PType.F32}.get(ip)
-    if fp is None:
-        raise TypeError(f"ALP encoded values must be i32 or i64, not {encoded.dtype!r}")
-    d = dtype if dtype is not None else dt.Primitive(fp, encoded.dtype.nullable)
-    pm, kids = (None, []) if patches is None else (patches[0], list(patches[1]))
+    d, pm, kids = float_node(encoded, _FLOAT_OF_INT, "ALP encoded values must be i32 or i64",
+                             encoded.dtype.nullable, dtype, patches)
     meta = ALPMeta(e, f, pm)
     a = Array(ALP, d, len(encoded), metadata=meta.encode(), children=[encoded, *kids], meta=meta)
     return a
@@ -468,26 +511,37 @@ def alp_encode(array: Any, exponents: tuple[int, int] | None = None) -> Array:
 
 
 def _encode_alp(a: Array, params: Any = None) -> Array | None:
-    if a.dtype.ptype == dt.PType.F16:
+    if array_ptype(a) == dt.PType.F16:
         return None
     return alp_encode(a, params)
 
 
-def _estimate_alp(f: Facts, comp: Any) -> Trial | None:
+def sample_trial(f: Facts, encode: Callable[[Array, Any], Array | None],
+                 size: Callable[[Facts, Array], float],
+                 params: Callable[[Any], Any] | None = None) -> Trial | None:
+    """A float scheme's estimate: ``encode`` (a ``Scheme.encode``) run on the float sample
+    of ``f`` and priced by ``size(f, encoded sample)`` (bytes for the whole array); the
+    trial encodes the whole array with ``params(the sample's metadata)``, if given."""
     s = f.float_sample
     if s is None:
         return None
-    r = _encode_alp(s)
+    r = encode(s, None)
     if r is None:
         return None
-    m = r.meta
-    ns = len(s)
+    p = None if params is None else params(r.meta)
+    return Trial(size(f, r), lambda: encode(f.a, p), p)
+
+
+def _size_alp(f: Facts, r: Array) -> float:
+    m: ALPMeta = r.meta
     size = child_int_cost(r.children[0], compact=f.compact)
     if m.patches is not None:
         size += m.patches.len * (f.key.dtype.itemsize + index_width(f.n)) + 2 * NODE_COST
-    size = size * f.n / max(ns, 1) + NODE_COST
-    exps = (m.e, m.f)
-    return Trial(size, lambda: _encode_alp(f.a, exps), exps)
+    return size * f.n / max(len(r), 1) + NODE_COST
+
+
+def _estimate_alp(f: Facts, comp: Any) -> Trial | None:
+    return sample_trial(f, _encode_alp, _size_alp, lambda m: (m.e, m.f))
 
 
 register_scheme(Scheme("vortex.alp", frozenset({"float"}), _estimate_alp, _encode_alp,

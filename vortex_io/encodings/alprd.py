@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._array import Array, register_encoding
 from .._errors import MalformedStreamError, UnsupportedError
 from .._proto import ProtoWriter, parse
-from ._common import as_array, canonical_ints, int_ptype_of
+from ._common import array_ptype, as_array, canonical_ints, int_ptype_of
 from ._scheme import (
     NODE_COST,
     Facts,
@@ -40,6 +40,7 @@ from ._scheme import (
     padded_rows,
     register_scheme,
 )
+from .alp import FloatPartsEncoding, float_node, sample_trial
 from .patches import PatchesMeta, apply_patches, make_patches
 from .primitive import primitive_array, primitive_values
 from .sparse import slice_patches, strict_patch_positions
@@ -48,6 +49,7 @@ __all__ = ["ALPRDMeta", "alprd_array", "alprd_encode"]
 
 _BITS = {dt.PType.F32: 32, dt.PType.F64: 64}
 _RIGHT = {dt.PType.F32: dt.PType.U32, dt.PType.F64: dt.PType.U64}
+_FLOAT_OF_RIGHT = {r: f for f, r in _RIGHT.items()}
 MAX_DICT_SIZE = 8
 CUT_LIMIT = 16
 
@@ -68,17 +70,17 @@ class ALPRDMeta:
         rbw = f.get_uint(1, 0, bits=32)
         dict_len = f.get_uint(2, 0, bits=32)
         entries = f.get_packed_varints(3)
-        if dict_len > len(entries):  # type: ignore[operator]
+        if dict_len > len(entries):
             raise MalformedStreamError(
                 f"vortex.alprd: dict_len {dict_len} but the dictionary has {len(entries)} entries")
         d = tuple(entries[:dict_len])
         if any(x >= 1 << 16 for x in d):
             raise MalformedStreamError("vortex.alprd: a dictionary entry does not fit in u16")
-        lp = int_ptype_of(f.get_uint(4, 0), "vortex.alprd left parts")  # type: ignore[arg-type]
+        lp = int_ptype_of(f.get_uint(4, 0), "vortex.alprd left parts")
         if not lp.is_unsigned:
             raise MalformedStreamError(f"vortex.alprd left parts must be unsigned, not {lp.short}")
         pm = f.get_message(5, "ALPRDMetadata.patches")
-        return cls(rbw, d, lp, None if pm is None else PatchesMeta.from_fields(pm, "vortex.alprd"))  # type: ignore[arg-type]
+        return cls(rbw, d, lp, None if pm is None else PatchesMeta.from_fields(pm, "vortex.alprd"))
 
     def encode(self) -> bytes:
         w = (ProtoWriter().varint(1, self.right_bit_width).varint(2, len(self.dictionary))
@@ -88,48 +90,31 @@ class ALPRDMeta:
         return w.finish()
 
 
-class ALPRDEncoding(Encoding):
+class ALPRDEncoding(FloatPartsEncoding):
     id = "vortex.alprd"
 
-    def check_dtype(self, dtype: dt.DType) -> None:
-        if not isinstance(dtype, dt.Primitive) or dtype.ptype not in _BITS:
-            raise MalformedStreamError(f"vortex.alprd holds f32 or f64, not {dtype!r}")
-
-    def parse_metadata(self, raw: bytes, dtype: dt.DType, length: int) -> ALPRDMeta:
+    def decode_meta(self, raw: bytes, dtype: dt.Primitive) -> ALPRDMeta:
         m = ALPRDMeta.decode(raw)
-        bits = _BITS[dtype.ptype]  # type: ignore[attr-defined]
+        bits = _BITS[dtype.ptype]
         if m.right_bit_width >= bits:
             raise MalformedStreamError(
                 f"vortex.alprd right_bit_width {m.right_bit_width} leaves no left bits in {bits}")
-        if m.patches is not None:
-            if not m.patches.indices_ptype.is_unsigned:
-                raise MalformedStreamError("vortex.alprd: patch indices must be unsigned")
-            if m.patches.len > length:
-                raise MalformedStreamError(f"vortex.alprd: {m.patches.len} patches for {length} rows")
         return m
 
-    def child_specs(self, dtype: dt.DType, length: int, meta: ALPRDMeta, parts: ArrayParts):
-        specs = [(dt.Primitive(meta.left_parts_ptype, dtype.nullable), length),
-                 (dt.Primitive(_RIGHT[dtype.ptype], False), length)]  # type: ignore[attr-defined]
-        if meta.patches is not None:
-            specs += meta.patches.child_specs(dt.Primitive(meta.left_parts_ptype, False))
-        if parts.nchildren != len(specs):
-            raise MalformedStreamError(f"vortex.alprd has {parts.nchildren} children, expected {len(specs)}")
-        return specs
-
-    def validate(self, arr: Array, limits) -> None:
-        n = len(arr)
-        check_decoded_size(n * arr.dtype.ptype.byte_width, f"vortex.alprd of {n} rows", limits)
+    def part_specs(self, dtype: dt.Primitive, length: int, meta: ALPRDMeta
+                   ) -> tuple[list[tuple[dt.DType, int]], dt.DType]:
+        # left codes (carrying the validity), right parts; patches replace left bit patterns
+        return ([(dt.Primitive(meta.left_parts_ptype, dtype.nullable), length),
+                 (dt.Primitive(_RIGHT[dtype.ptype], False), length)],
+                dt.Primitive(meta.left_parts_ptype, False))
 
     def canonicalize(self, arr: Array) -> Array:
         from .dict_ import checked_indices
 
         m: ALPRDMeta = arr.meta
         n = len(arr)
-        p = arr.dtype.ptype
-        left_c = arr.children[0].canonical()
-        if left_c.encoding != "vortex.primitive" or not left_c.dtype.ptype.is_unsigned:
-            raise MalformedStreamError(f"vortex.alprd left parts decode to {left_c.dtype!r}")
+        p = array_ptype(arr)
+        left_c = self.decoded_part(arr, "left parts decode to", lambda lp: lp.is_unsigned)
         codes, valid = primitive_values(left_c)
         vchild = left_c.children[0] if left_c.children else None
         right = canonical_ints(arr.children[1], "vortex.alprd right parts")
@@ -178,14 +163,9 @@ def alprd_array(left: Array, right: Array, right_bit_width: int, dictionary: Any
                 dtype: dt.DType | None = None) -> Array:
     """A ``vortex.alprd`` array from left codes, right parts, the left-part dictionary and
     optional left-part patches (meta, [indices, values])."""
-    rp = right.dtype.ptype  # type: ignore[attr-defined]
-    fp = {dt.PType.U64: dt.PType.F64, dt.PType.U32: dt.PType.F32}.get(rp)
-    if fp is None:
-        raise TypeError(f"ALP-RD right parts must be u32 or u64, not {right.dtype!r}")
-    d = dtype if dtype is not None else dt.Primitive(fp, left.dtype.nullable)
-    pm, kids = (None, []) if patches is None else (patches[0], list(patches[1]))
-    meta = ALPRDMeta(int(right_bit_width), tuple(int(x) for x in dictionary),
-                     left.dtype.ptype, pm)  # type: ignore[attr-defined]
+    d, pm, kids = float_node(right, _FLOAT_OF_RIGHT, "ALP-RD right parts must be u32 or u64",
+                             left.dtype.nullable, dtype, patches)
+    meta = ALPRDMeta(int(right_bit_width), tuple(int(x) for x in dictionary), array_ptype(left), pm)
     a = Array(ALPRD, d, len(left), metadata=meta.encode(), children=[left, right, *kids], meta=meta)
     return a
 
@@ -265,26 +245,23 @@ def alprd_encode(array: Any) -> Array:
 
 
 def _encode_alprd(a: Array, params: Any = None) -> Array | None:
-    if a.dtype.ptype == dt.PType.F16:
+    if array_ptype(a) == dt.PType.F16:
         return None
     return alprd_encode(a)
 
 
-def _estimate_alprd(f: Facts, comp: Any) -> Trial | None:
-    s = f.float_sample
-    if s is None:
-        return None
-    r = _encode_alprd(s)
-    if r is None:
-        return None
-    m = r.meta
-    ns = len(s)
+def _size_alprd(f: Facts, r: Array) -> float:
+    m: ALPRDMeta = r.meta
+    ns = len(r)
     left, _ = primitive_values(r.children[0])
     size = int_cost(left, ns, dict_=False, compact=f.compact) + padded_rows(ns) * m.right_bit_width / 8 + NODE_COST
     if m.patches is not None:
         size += m.patches.len * (2 + index_width(f.n)) + 2 * NODE_COST
-    size = size * f.n / max(ns, 1) + f.validity_bytes + 2 * NODE_COST
-    return Trial(size, lambda: _encode_alprd(f.a))
+    return size * f.n / max(ns, 1) + f.validity_bytes + 2 * NODE_COST
+
+
+def _estimate_alprd(f: Facts, comp: Any) -> Trial | None:
+    return sample_trial(f, _encode_alprd, _size_alprd)
 
 
 register_scheme(Scheme("vortex.alprd", frozenset({"float"}), _estimate_alprd, _encode_alprd,

@@ -28,7 +28,7 @@ from .._errors import MalformedStreamError
 from .._proto import ProtoWriter, parse
 from ..compute.numeric import OPS, bound_answer, decoded, isin_values, np_literal, with_validity
 from . import fastlanes_layout as fl
-from ._common import log2_width, typed_buffer, validity_mask, validity_spec
+from ._common import array_ptype, log2_width, primitive, typed_buffer, validity_mask, validity_spec
 from ._scheme import NODE_COST, Facts, Scheme, Trial, as_unsigned, packed_cost, register_scheme
 from .bool_ import bool_array
 from .patches import (
@@ -65,15 +65,15 @@ class BitPackedMeta:
         f = parse(raw, "BitPackedMetadata")
         b = f.get_uint(1, 0, bits=32)
         off = f.get_uint(2, 0, bits=32)
-        w = dtype.ptype.byte_width * 8  # type: ignore[attr-defined]
-        if b > w:  # type: ignore[operator]
+        w = primitive(dtype, "fastlanes.bitpacked").ptype.byte_width * 8
+        if b > w:
             raise MalformedStreamError(
                 f"fastlanes.bitpacked: bit width {b} is wider than {dtype!r}")
-        if off >= 1024:  # type: ignore[operator]
+        if off >= 1024:
             raise MalformedStreamError(f"fastlanes.bitpacked: offset {off} is not < 1024")
         pf = f.get_message(3, "fastlanes.bitpacked PatchesMetadata")
         p = None if pf is None else PatchesMeta.from_fields(pf, "fastlanes.bitpacked")
-        return cls(b, off, p)  # type: ignore[arg-type]
+        return cls(b, off, p)
 
     def encode(self) -> bytes:
         w = ProtoWriter().varint(1, self.bit_width).varint(2, self.offset)
@@ -111,11 +111,11 @@ class BitPackedEncoding(Encoding):
             raise MalformedStreamError(
                 f"fastlanes.bitpacked: packed buffer is {arr.buffers[0].nbytes} bytes, "
                 f"{len(arr)} values at offset {m.offset} and {m.bit_width} bits need {need}")
-        check_decoded_size((len(arr) + m.offset + 1023) // 1024 * 1024 * arr.dtype.ptype.byte_width,
+        check_decoded_size((len(arr) + m.offset + 1023) // 1024 * 1024 * array_ptype(arr).byte_width,
                            f"fastlanes.bitpacked of {len(arr)} rows", limits)
 
     def buffer_alignments(self, arr: Array) -> list[int]:
-        return [log2_width(arr.dtype.ptype)]
+        return [log2_width(array_ptype(arr))]
 
     # -- decoding ------------------------------------------------------------------------
     def _validity_child(self, arr: Array) -> Array | None:
@@ -125,7 +125,7 @@ class BitPackedEncoding(Encoding):
     def unpacked(self, arr: Array) -> np.ndarray:
         """The packed values of the node (zero-extended, not patched), in the dtype."""
         m: BitPackedMeta = arr.meta
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         w = p.byte_width * 8
         n = len(arr)
         nchunks = (m.offset + n + 1023) // 1024
@@ -141,13 +141,14 @@ class BitPackedEncoding(Encoding):
         n = len(arr)
         if m.offset or n % 1024 or self._validity_child(arr) is not None:
             return None
-        w = arr.dtype.ptype.byte_width * 8
+        p = array_ptype(arr)
+        w = p.byte_width * 8
         nchunks = n // 1024
         words = typed_buffer(arr, 0, fl.UNSIGNED[w], nchunks * 128 * m.bit_width * 8 // w)
         rows = fl.unpack_rows(words, w, m.bit_width, nchunks)
         if m.patches is not None and m.patches.len:
             pv = arr.children[1].canonical()
-            if pv.encoding != "vortex.primitive" or pv.dtype.ptype != arr.dtype.ptype:
+            if not _primitive_of(pv, p):
                 return None
             pvals, pmask = primitive_values(pv)
             if pmask is not None and not pmask.all():
@@ -168,8 +169,8 @@ class BitPackedEncoding(Encoding):
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         m: BitPackedMeta = arr.meta
-        if stop == start:  # vortex-data 0.93 panics on some empty encoded nodes
-            return primitive_array(np.zeros(0, arr.dtype.ptype.np_dtype), nullable=arr.dtype.nullable)
+        if stop == start:
+            return empty_slice(arr)
         b = m.bit_width
         first = m.offset + start
         block = first // 1024
@@ -200,7 +201,7 @@ class BitPackedEncoding(Encoding):
         """Largest packed value (they are zero-extended), or None when a full-width signed
         value may read negative."""
         m: BitPackedMeta = arr.meta
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         if m.bit_width < p.byte_width * 8 or p.is_unsigned:
             return (1 << m.bit_width) - 1
         return None
@@ -215,7 +216,7 @@ class BitPackedEncoding(Encoding):
         if not len(pos):
             return None
         pv = decoded(arr.children[1])
-        if pv.encoding != "vortex.primitive" or pv.dtype.ptype != arr.dtype.ptype:
+        if not _primitive_of(pv, array_ptype(arr)):
             raise MalformedStreamError(f"fastlanes.bitpacked: patch values decode to {pv.dtype!r}")
         return pos, primitive_values(pv)[0][sel]
 
@@ -233,7 +234,7 @@ class BitPackedEncoding(Encoding):
         """Literals outside ``[0, 2**bits)`` are answered without unpacking; otherwise the
         values are unpacked once and compared; patches are compared on their own."""
 
-        lit = np_literal(arr.dtype.ptype, value)
+        lit = np_literal(array_ptype(arr), value)
         if lit is None:
             return NotImplemented
         hi = self._packed_max(arr)
@@ -246,7 +247,7 @@ class BitPackedEncoding(Encoding):
         return with_validity(vals, self.validity(arr))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         hi = self._packed_max(arr)
         inside = [v for v in values if isinstance(v, int) and not isinstance(v, bool)
                   and (hi is None or 0 <= v <= hi)]
@@ -279,7 +280,19 @@ class BitPackedEncoding(Encoding):
         return [*names, "validity"]
 
 
-BITPACKED = register_encoding(BitPackedEncoding())
+BITPACKED = BitPackedEncoding()  # typed as the class: the functions below call its helpers
+register_encoding(BITPACKED)
+
+
+def _primitive_of(a: Array, p: dt.PType) -> bool:
+    """Whether the decoded ``a`` is a ``vortex.primitive`` of ``p``."""
+    return a.encoding == "vortex.primitive" and isinstance(a.dtype, dt.Primitive) and a.dtype.ptype == p
+
+
+def empty_slice(arr: Array) -> Array:
+    """An empty ``vortex.primitive`` of ``arr``'s dtype: what the FastLanes encodings
+    (and zigzag) slice to nothing, as vortex-data 0.93 panics on some empty encoded nodes."""
+    return primitive_array(np.zeros(0, array_ptype(arr).np_dtype), nullable=arr.dtype.nullable)
 
 
 # -- random access ----------------------------------------------------------------------
@@ -312,7 +325,7 @@ def _take_values(arr: Array, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | 
     patches overlaid."""
     m: BitPackedMeta = arr.meta
     n = len(arr)
-    p = arr.dtype.ptype
+    p = array_ptype(arr)
     w = p.byte_width * 8
     nchunks = (m.offset + n + 1023) // 1024
     words = typed_buffer(arr, 0, fl.UNSIGNED[w], nchunks * 128 * m.bit_width * 8 // w)
@@ -441,7 +454,7 @@ def bitpack(array: Array, bit_width: int | None = None, *, patches: bool = True)
 
 
 def _encode_bitpack(a: Array, params: Any = None) -> Array | None:
-    if a.dtype.ptype.is_signed_int:
+    if array_ptype(a).is_signed_int:
         vals, mask = primitive_values(a)
         v = vals if mask is None else vals[mask]
         if len(v) and v.min() < 0:

@@ -36,8 +36,9 @@ from .._proto import ProtoWriter, parse
 from ..compute.kernels import take
 from ..compute.numeric import decoded
 from . import fastlanes_layout as fl
-from ._common import validity_mask, validity_spec
+from ._common import array_ptype, primitive, validity_mask, validity_spec
 from ._scheme import NODE_COST, Facts, Scheme, Trial, delta_bases_cost, int_cost, register_scheme
+from .bitpacked import BitPackedEncoding, empty_slice
 from .bool_ import bool_array
 from .primitive import primitive_array, primitive_values
 
@@ -56,9 +57,9 @@ class DeltaMeta:
         f = parse(raw, "DeltaMetadata")
         n = f.get_uint(1, 0)
         off = f.get_uint(2, 0, bits=32)
-        if off >= 1024:  # type: ignore[operator]
+        if off >= 1024:
             raise MalformedStreamError(f"fastlanes.delta: offset {off} is not < 1024")
-        return cls(n, off)  # type: ignore[arg-type]
+        return cls(n, off)
 
     def encode(self) -> bytes:
         return ProtoWriter().varint(1, self.deltas_len).varint(2, self.offset).finish()
@@ -113,6 +114,24 @@ def _prefix_rows(grid: np.ndarray, bases: np.ndarray) -> np.ndarray:
     return grid
 
 
+def check_chunk_window(enc_id: str, total: int, what: str, offset: int, length: int) -> None:
+    """A node of rows ``[offset, offset + length)`` over ``total`` values (``what``: deltas,
+    indices...) of whole 1024-value chunks, as ``fastlanes.delta`` and ``fastlanes.rle``
+    are: ``MalformedStreamError`` unless the chunks are whole and hold the rows."""
+    if total % 1024:
+        raise MalformedStreamError(f"{enc_id}: {total} {what} is not a multiple of 1024")
+    if offset + length > total:
+        raise MalformedStreamError(
+            f"{enc_id}: offset {offset} + {length} rows exceed {total} {what}")
+
+
+def chunk_window(offset: int, start: int, stop: int) -> tuple[int, int, int]:
+    """Rows ``[start, stop)`` of a node whose first row is value ``offset`` of its 1024-value
+    chunks: (first chunk, end chunk, where the first of those rows sits in the first chunk)."""
+    first = offset + start
+    return first // 1024, (offset + stop + 1023) // 1024, first % 1024
+
+
 class DeltaEncoding(Encoding):
     id = "fastlanes.delta"
 
@@ -122,30 +141,26 @@ class DeltaEncoding(Encoding):
 
     def parse_metadata(self, raw: bytes, dtype, length) -> DeltaMeta:
         m = DeltaMeta.decode(raw)
-        if m.deltas_len % 1024:
-            raise MalformedStreamError(
-                f"fastlanes.delta: {m.deltas_len} deltas is not a multiple of 1024")
-        if m.offset + length > m.deltas_len:
-            raise MalformedStreamError(
-                f"fastlanes.delta: offset {m.offset} + {length} rows exceed {m.deltas_len} deltas")
+        check_chunk_window(self.id, m.deltas_len, "deltas", m.offset, length)
         return m
 
     def child_specs(self, dtype, length, meta: DeltaMeta, parts: ArrayParts):
         if parts.nchildren not in (2, 3):
             raise MalformedStreamError(
                 f"fastlanes.delta takes 2 or 3 children, got {parts.nchildren}")
-        w = dtype.ptype.byte_width * 8
-        inner = dt.Primitive(dtype.ptype, False)
+        p = primitive(dtype, self.id).ptype
+        w = p.byte_width * 8
+        inner = dt.Primitive(p, False)
         specs = [(inner, meta.deltas_len // 1024 * fl.lanes(w)), (inner, meta.deltas_len)]
         return specs + validity_spec(self.id, dtype, length, parts.nchildren, 2)
 
     def validate(self, arr: Array, limits) -> None:
-        check_decoded_size(arr.meta.deltas_len * arr.dtype.ptype.byte_width,
+        check_decoded_size(arr.meta.deltas_len * array_ptype(arr).byte_width,
                            f"fastlanes.delta of {arr.meta.deltas_len} deltas", limits)
 
     def canonicalize(self, arr: Array) -> Array:
         m: DeltaMeta = arr.meta
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         w = p.byte_width * 8
         ut = fl.UNSIGNED[w]
         # decode only the chunks the node covers, as the (W, k * LANES) row grid
@@ -168,17 +183,14 @@ class DeltaEncoding(Encoding):
         return primitive_array(vals, validity, nullable=arr.dtype.nullable)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
-        m: DeltaMeta = arr.meta
-        if stop == start:  # vortex-data 0.93 panics on some empty encoded nodes
-            return primitive_array(np.zeros(0, arr.dtype.ptype.np_dtype), nullable=arr.dtype.nullable)
-        first = m.offset + start
-        c0 = first // 1024
-        c1 = (m.offset + stop + 1023) // 1024
-        nl = fl.lanes(arr.dtype.ptype.byte_width * 8)
+        if stop == start:
+            return empty_slice(arr)
+        c0, c1, new_off = chunk_window(arr.meta.offset, start, stop)
+        nl = fl.lanes(array_ptype(arr).byte_width * 8)
         bases = arr.children[0].slice(c0 * nl, c1 * nl)
         deltas = arr.children[1].slice(c0 * 1024, c1 * 1024)
         v = arr.children[2].slice(start, stop) if len(arr.children) > 2 else None
-        return delta_array(bases, deltas, first % 1024, stop - start, arr.dtype, v)
+        return delta_array(bases, deltas, new_off, stop - start, arr.dtype, v)
 
     # -- compute kernels -------------------------------------------------------------
     def validity(self, arr: Array) -> Any:
@@ -190,11 +202,11 @@ class DeltaEncoding(Encoding):
 
         vals, valid = self.take_values(arr, indices)
         return primitive_array(vals, None if valid is None else bool_array(valid),
-                               nullable=arr.dtype.nullable, ptype=arr.dtype.ptype)
+                               nullable=arr.dtype.nullable, ptype=array_ptype(arr))
 
     def take_values(self, arr: Array, indices: Any) -> Any:
         m: DeltaMeta = arr.meta
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         w = p.byte_width * 8
         ut = fl.UNSIGNED[w]
         nl = fl.lanes(w)
@@ -217,7 +229,7 @@ class DeltaEncoding(Encoding):
             deltas = decoded(take(arr.children[1], pos))
             bases = decoded(take(arr.children[0], bpos))
             for what, c in (("bases", bases), ("deltas", deltas)):
-                if c.encoding != "vortex.primitive" or c.dtype.ptype != p:
+                if c.encoding != "vortex.primitive" or not isinstance(c.dtype, dt.Primitive) or c.dtype.ptype != p:
                     raise MalformedStreamError(f"fastlanes.delta: {what} decoded to {c.dtype!r}")
             grid = fl.chunk_rows(primitive_values(deltas)[0].view(ut), w, k)
             _prefix_rows(grid, primitive_values(bases)[0].view(ut))
@@ -239,7 +251,7 @@ class DeltaEncoding(Encoding):
     def _range_grid(self, arr: Array, first: int, last: int) -> np.ndarray:
         """The decoded values of chunks ``[first, last)`` as a fresh (W, k * LANES) row
         grid (prefix sums done): ``[r, c * LANES + l]`` is row r of lane l of chunk c."""
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         w = p.byte_width * 8
         nl = fl.lanes(w)
         ut = fl.UNSIGNED[w]
@@ -281,11 +293,14 @@ def _row_grid(a: Array, w: int) -> np.ndarray | None:
     if a.cached_canonical is not None or not isinstance(a.dtype, dt.Primitive):
         return None
     if a.encoding == "fastlanes.bitpacked":
-        return a.vtable.unpacked_rows(a)
+        enc = a.vtable
+        return enc.unpacked_rows(a) if isinstance(enc, BitPackedEncoding) else None
     if a.encoding not in ("vortex.zigzag", "fastlanes.for") or len(a.children) != 1:
         return None
     inner = a.children[0]
-    if (inner.encoding != "fastlanes.bitpacked" or inner.cached_canonical is not None
+    ienc = inner.vtable
+    if (inner.encoding != "fastlanes.bitpacked" or not isinstance(ienc, BitPackedEncoding)
+            or inner.cached_canonical is not None
             or not isinstance(inner.dtype, dt.Primitive)
             or inner.dtype.ptype.byte_width * 8 != w):
         return None
@@ -293,7 +308,7 @@ def _row_grid(a: Array, w: int) -> np.ndarray | None:
         return None
     if a.encoding == "fastlanes.for" and inner.dtype.ptype != a.dtype.ptype:
         return None
-    grid = inner.vtable.unpacked_rows(inner)
+    grid = ienc.unpacked_rows(inner)
     if grid is None:
         return None
     if a.encoding == "vortex.zigzag":
@@ -310,7 +325,7 @@ def delta_array(bases: Array, deltas: Array, offset: int, length: int,
                 dtype: dt.DType | None = None, validity: Array | None = None) -> Array:
     """A ``fastlanes.delta`` node: rows ``[offset, offset + length)`` of the decoded deltas,
     with an optional validity of ``length`` rows (bases and deltas are non-nullable)."""
-    d = dtype if dtype is not None else dt.Primitive(deltas.dtype.ptype, validity is not None)
+    d = dtype if dtype is not None else dt.Primitive(array_ptype(deltas), validity is not None)
     meta = DeltaMeta(len(deltas), offset)
     kids = [bases, deltas] + ([validity] if validity is not None else [])
     a = Array(DELTA, d, length, metadata=meta.encode(), children=kids, meta=meta)

@@ -28,7 +28,9 @@ from .._scalar import Scalar
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import bound_answer, broadcast, int_bounds, validity
 from . import fastlanes_layout as fl
+from ._common import array_ptype
 from ._scheme import NODE_COST, Facts, Scheme, Trial, as_unsigned, packed_cost, register_scheme
+from .bitpacked import empty_slice
 from .primitive import primitive_array, primitive_values
 
 __all__ = ["FoREncoding", "FOR", "for_array", "for_encode"]
@@ -58,7 +60,7 @@ class FoREncoding(Encoding):
 
     def canonicalize(self, arr: Array) -> Array:
         child = arr.children[0]
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         ut = fl.UNSIGNED[p.byte_width * 8]
         # a bit-packed child decodes into a fresh buffer: add in place without caching it
         fresh = child.encoding == "fastlanes.bitpacked"
@@ -76,8 +78,8 @@ class FoREncoding(Encoding):
         return primitive_array(u.view(p.np_dtype), validity, nullable=arr.dtype.nullable)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
-        if stop == start:  # vortex-data 0.93 panics on some empty encoded nodes
-            return primitive_array(np.zeros(0, arr.dtype.ptype.np_dtype), nullable=arr.dtype.nullable)
+        if stop == start:
+            return empty_slice(arr)
         return for_array(arr.children[0].slice(start, stop), arr.meta, arr.dtype)
 
     # -- compute kernels: translate the literal into the encoded domain -----------------
@@ -92,8 +94,7 @@ class FoREncoding(Encoding):
         b = int_bounds(arr.children[0])
         if b is None or b[0] < 0:
             return None
-        p = arr.dtype.ptype
-        hi = int(np.iinfo(p.np_dtype).max)
+        hi = int(np.iinfo(array_ptype(arr).np_dtype).max)
         if arr.meta + b[1] > hi:
             return None
         return b[1]
@@ -131,7 +132,7 @@ class FoREncoding(Encoding):
 
     def take_values(self, arr: Array, indices: np.ndarray) -> Any:
         vals, valid = take_values(arr.children[0], indices)
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         ut = fl.UNSIGNED[p.byte_width * 8]
         if vals.dtype.itemsize != ut.itemsize:
             raise MalformedStreamError(f"fastlanes.for: encoded child decoded to {vals.dtype}")

@@ -30,8 +30,10 @@ from .. import dtype as dt
 from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
 from .._errors import MalformedStreamError
 from .._proto import ProtoWriter, parse
-from ._common import canonical_ints, int_ptype_of, validity_mask
+from ._common import array_ptype, canonical_ints, int_ptype_of, primitive, validity_mask
+from .bitpacked import empty_slice
 from .bool_ import bool_array
+from .delta import check_chunk_window, chunk_window
 from .primitive import primitive_array, primitive_values
 
 __all__ = ["RLEMeta", "RLEEncoding", "RLE", "rle_array", "rle_encode"]
@@ -51,14 +53,14 @@ class RLEMeta:
     @classmethod
     def decode(cls, raw: bytes) -> RLEMeta:
         f = parse(raw, "RLEMetadata")
-        ip = int_ptype_of(f.get_uint(3, 0), "fastlanes.rle indices")  # type: ignore[arg-type]
-        op = int_ptype_of(f.get_uint(5, 0), "fastlanes.rle values_idx_offsets")  # type: ignore[arg-type]
+        ip = int_ptype_of(f.get_uint(3, 0), "fastlanes.rle indices")
+        op = int_ptype_of(f.get_uint(5, 0), "fastlanes.rle values_idx_offsets")
         if not ip.is_unsigned or not op.is_unsigned:
             raise MalformedStreamError("fastlanes.rle: indices and offsets must be unsigned")
         off = f.get_uint(6, 0)
-        if off >= 1024:  # type: ignore[operator]
+        if off >= 1024:
             raise MalformedStreamError(f"fastlanes.rle: offset {off} is not < 1024")
-        return cls(f.get_uint(1, 0), f.get_uint(2, 0), ip, f.get_uint(4, 0), op, off)  # type: ignore[arg-type]
+        return cls(f.get_uint(1, 0), f.get_uint(2, 0), ip, f.get_uint(4, 0), op, off)
 
     def encode(self) -> bytes:
         return (ProtoWriter().varint(1, self.values_len).varint(2, self.indices_len)
@@ -75,12 +77,7 @@ class RLEEncoding(Encoding):
 
     def parse_metadata(self, raw: bytes, dtype, length) -> RLEMeta:
         m = RLEMeta.decode(raw)
-        if m.indices_len % 1024:
-            raise MalformedStreamError(
-                f"fastlanes.rle: {m.indices_len} indices is not a multiple of 1024")
-        if m.offset + length > m.indices_len:
-            raise MalformedStreamError(
-                f"fastlanes.rle: offset {m.offset} + {length} rows exceed {m.indices_len} indices")
+        check_chunk_window(self.id, m.indices_len, "indices", m.offset, length)
         nchunks = (m.offset + length + 1023) // 1024
         if m.offsets_len < nchunks:
             raise MalformedStreamError(
@@ -90,21 +87,22 @@ class RLEEncoding(Encoding):
     def child_specs(self, dtype, length, meta: RLEMeta, parts: ArrayParts):
         if parts.nchildren != 3:
             raise MalformedStreamError(f"fastlanes.rle takes 3 children, got {parts.nchildren}")
-        return [(dt.Primitive(dtype.ptype, False), meta.values_len),
+        return [(dt.Primitive(primitive(dtype, self.id).ptype, False), meta.values_len),
                 (dt.Primitive(meta.indices_ptype, dtype.nullable), meta.indices_len),
                 (dt.Primitive(meta.offsets_ptype, False), meta.offsets_len)]
 
     def validate(self, arr: Array, limits) -> None:
         nchunks = (arr.meta.offset + len(arr) + 1023) // 1024
-        check_decoded_size(nchunks * 1024 * arr.dtype.ptype.byte_width,
+        check_decoded_size(nchunks * 1024 * array_ptype(arr).byte_width,
                            f"fastlanes.rle of {len(arr)} rows", limits)
 
     def canonicalize(self, arr: Array) -> Array:
         m: RLEMeta = arr.meta
         n = len(arr)
+        p = array_ptype(arr)
         nchunks = (m.offset + n + 1023) // 1024
         vc = arr.children[0].canonical()
-        if not isinstance(vc.dtype, dt.Primitive) or vc.dtype.ptype != arr.dtype.ptype:
+        if not isinstance(vc.dtype, dt.Primitive) or vc.dtype.ptype != p:
             raise MalformedStreamError(f"fastlanes.rle: values decoded to {vc.dtype!r}")
         values = primitive_values(vc)[0]
         offs = canonical_ints(arr.children[2], "fastlanes.rle values_idx_offsets")
@@ -113,7 +111,7 @@ class RLEEncoding(Encoding):
             raise MalformedStreamError(f"fastlanes.rle: indices decoded to {ic.dtype!r}")
         idx, imask = primitive_values(ic)
         if nchunks == 0:
-            vals = np.zeros(0, dtype=arr.dtype.ptype.np_dtype)
+            vals = np.zeros(0, dtype=p.np_dtype)
         else:
             starts = offs[:nchunks].astype(np.int64) - np.int64(offs[0])
             ends = np.empty(nchunks, dtype=np.int64)
@@ -147,12 +145,10 @@ class RLEEncoding(Encoding):
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         m: RLEMeta = arr.meta
-        if stop == start:  # vortex-data 0.93 panics on some empty encoded nodes
-            return primitive_array(np.zeros(0, arr.dtype.ptype.np_dtype), nullable=arr.dtype.nullable)
-        first = m.offset + start
-        c0 = first // 1024
-        c1 = max((m.offset + stop + 1023) // 1024, c0 + 1)
-        c1 = min(c1, m.indices_len // 1024)
+        if stop == start:
+            return empty_slice(arr)
+        c0, c1, new_off = chunk_window(m.offset, start, stop)
+        c1 = min(max(c1, c0 + 1), m.indices_len // 1024)
         if c1 <= c0:
             return arr.canonical().slice(start, stop)
         offs = canonical_ints(arr.children[2], "fastlanes.rle values_idx_offsets")
@@ -166,7 +162,7 @@ class RLEEncoding(Encoding):
         offsets = arr.children[2].slice(c0, c1)
         # offsets are read relative to their first entry: the values start at chunk c0's runs
         values = arr.children[0].slice(v0, v1)
-        return rle_array(values, indices, offsets, first % 1024, stop - start, arr.dtype)
+        return rle_array(values, indices, offsets, new_off, stop - start, arr.dtype)
 
     def describe(self, arr: Array) -> str:
         return f"runs={arr.meta.values_len}" + (f", offset={arr.meta.offset}" if arr.meta.offset else "")
@@ -181,9 +177,9 @@ RLE = register_encoding(RLEEncoding())
 def rle_array(values: Array, indices: Array, offsets: Array, offset: int, length: int,
               dtype: dt.DType | None = None) -> Array:
     """A ``fastlanes.rle`` node: rows ``[offset, offset + length)`` of the decoded chunks."""
-    d = dtype if dtype is not None else dt.Primitive(values.dtype.ptype, indices.dtype.nullable)
-    meta = RLEMeta(len(values), len(indices), indices.dtype.ptype, len(offsets),
-                   offsets.dtype.ptype, offset)
+    d = dtype if dtype is not None else dt.Primitive(array_ptype(values), indices.dtype.nullable)
+    meta = RLEMeta(len(values), len(indices), array_ptype(indices), len(offsets),
+                   array_ptype(offsets), offset)
     a = Array(RLE, d, length, metadata=meta.encode(), children=[values, indices, offsets],
               meta=meta)
     return a

@@ -22,10 +22,10 @@ import numpy as np
 from .. import dtype as dt
 from .._array import Array, Encoding, register_encoding
 from .._errors import MalformedStreamError
-from .._proto import ProtoWriter, parse, zigzag_decode
-from .._scalar import value_to_proto
+from .._proto import ProtoWriter, parse
+from .._scalar import int_field, value_to_proto
 from ..compute.numeric import FLIP, py_compare
-from ._common import as_array
+from ._common import array_ptype, as_array, primitive
 from ._scheme import Facts, Scheme, Trial, register_scheme
 from .primitive import primitive_array, primitive_values
 
@@ -41,17 +41,12 @@ def _scalar_int(raw: bytes | None, p: dt.PType, what: str) -> int:
     """An integer ScalarValue (field 3 sint64 or 4 uint64) that must fit ``p``."""
     if raw is None:
         raise MalformedStreamError(f"vortex.sequence: {what} is missing")
-    f = parse(raw, f"vortex.sequence {what}")
-    if 3 in f:
-        v = zigzag_decode(f.get_uint(3))  # type: ignore[arg-type]
-    elif 4 in f:
-        v = f.get_uint(4)
-    else:
-        raise MalformedStreamError(f"vortex.sequence: {what} is not an integer scalar")
+    name = f"vortex.sequence {what}"
+    v = int_field(parse(raw, name), name)
     lo, hi = _int_range(p)
-    if not lo <= v <= hi:  # type: ignore[operator]
+    if not lo <= v <= hi:
         raise MalformedStreamError(f"vortex.sequence: {what} {v} does not fit {p.short}")
-    return v  # type: ignore[return-value]
+    return v
 
 
 @dataclass(frozen=True)
@@ -76,7 +71,7 @@ class SequenceEncoding(Encoding):
 
     def parse_metadata(self, raw: bytes, dtype: dt.DType, length: int) -> SequenceMeta:
         f = parse(raw, "SequenceMetadata")
-        p = dtype.ptype  # type: ignore[attr-defined]
+        p = primitive(dtype, self.id).ptype
         return SequenceMeta(_scalar_int(f.get_bytes(1), p, "base"),
                             _scalar_int(f.get_bytes(2), p, "multiplier"))
 
@@ -85,7 +80,7 @@ class SequenceEncoding(Encoding):
 
         m: SequenceMeta = arr.meta
         n = len(arr)
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         if n:
             last = m.base + (n - 1) * m.multiplier
             lo, hi = _int_range(p)
@@ -96,7 +91,7 @@ class SequenceEncoding(Encoding):
 
     def canonicalize(self, arr: Array) -> Array:
         m: SequenceMeta = arr.meta
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         t = p.np_dtype.type
         # validated: no step overflows, so arithmetic in the type itself is exact
         out = np.arange(len(arr), dtype=p.np_dtype)
@@ -155,7 +150,7 @@ class SequenceEncoding(Encoding):
 
     def take(self, arr: Array, indices: Any) -> Any:
         m: SequenceMeta = arr.meta
-        p = arr.dtype.ptype
+        p = array_ptype(arr)
         t = p.np_dtype.type
         # validated: no value overflows, so wrapping arithmetic in the type is exact
         out = np.asarray(indices).astype(p.np_dtype)

@@ -21,7 +21,9 @@ from .. import _memory
 from .. import dtype as dt
 from .._array import Array, ArrayParts, Encoding, register_encoding
 from .._errors import MalformedStreamError
+from ._common import array_ptype, primitive
 from ._scheme import NODE_COST, Facts, Scheme, Trial, packed_cost, register_scheme
+from .bitpacked import empty_slice
 from .primitive import primitive_array, primitive_values
 
 __all__ = ["ZigZagEncoding", "ZIGZAG", "zigzag_array", "zigzag_encode", "zigzag_decode_values",
@@ -64,11 +66,11 @@ class ZigZagEncoding(Encoding):
     def child_specs(self, dtype, length, meta, parts: ArrayParts):
         if parts.nchildren != 1:
             raise MalformedStreamError(f"vortex.zigzag takes 1 child, got {parts.nchildren}")
-        return [(dt.Primitive(dtype.ptype.to_unsigned(), dtype.nullable), length)]
+        return [(dt.Primitive(primitive(dtype, self.id).ptype.to_unsigned(), dtype.nullable), length)]
 
     def canonicalize(self, arr: Array) -> Array:
         c = arr.children[0].canonical()
-        up = arr.dtype.ptype.to_unsigned()
+        up = array_ptype(arr).to_unsigned()
         if not isinstance(c.dtype, dt.Primitive) or c.dtype.ptype != up:
             raise MalformedStreamError(f"vortex.zigzag: encoded child decoded to {c.dtype!r}")
         vals, _ = primitive_values(c)
@@ -76,8 +78,8 @@ class ZigZagEncoding(Encoding):
         return primitive_array(zigzag_decode_values(vals), validity, nullable=arr.dtype.nullable)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
-        if stop == start:  # vortex-data 0.93 panics on some empty encoded nodes
-            return primitive_array(np.zeros(0, arr.dtype.ptype.np_dtype), nullable=arr.dtype.nullable)
+        if stop == start:
+            return empty_slice(arr)
         return zigzag_array(arr.children[0].slice(start, stop), arr.dtype)
 
     def child_names(self, arr: Array) -> list[str]:
@@ -90,7 +92,7 @@ ZIGZAG = register_encoding(ZigZagEncoding())
 def zigzag_array(encoded: Array, dtype: dt.DType | None = None) -> Array:
     """A ``vortex.zigzag`` node over an unsigned ``encoded`` array."""
     if dtype is None:
-        dtype = dt.Primitive(encoded.dtype.ptype.to_signed(), encoded.dtype.nullable)
+        dtype = dt.Primitive(array_ptype(encoded).to_signed(), encoded.dtype.nullable)
     return Array(ZIGZAG, dtype, len(encoded), children=[encoded])
 
 
@@ -117,7 +119,7 @@ def zigzag_encode(array: Array, *, bitpack: bool = False) -> Array:
 
 
 def _encode_zigzag(a: Array, params: Any = None) -> Array | None:
-    if not a.dtype.ptype.is_signed_int:
+    if not array_ptype(a).is_signed_int:
         return None
     return zigzag_encode(a)
 
