@@ -236,7 +236,8 @@ def decoded_ints(a: Array, what: str) -> np.ndarray:
     from ..encodings.primitive import primitive_values
 
     c = decoded(a)
-    if c.encoding != "vortex.primitive" or not c.dtype.ptype.is_int:
+    if (c.encoding != "vortex.primitive" or not isinstance(c.dtype, dt.Primitive)
+            or not c.dtype.ptype.is_int):
         raise MalformedStreamError(f"{what} must be integers, not {c.dtype!r}")
     vals, valid = primitive_values(c)
     if valid is not None and not valid.all():

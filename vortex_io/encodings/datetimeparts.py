@@ -60,10 +60,15 @@ def _part(a: Array, n: int, what: str) -> np.ndarray | int:
     return vals
 
 
-def _ticks(dtype: dt.DType) -> int:
+def _timestamp(dtype: dt.DType) -> dt.Extension:
+    """``dtype`` as the ``vortex.timestamp`` extension the encoding holds."""
     if not (isinstance(dtype, dt.Extension) and dtype.id == dt.TIMESTAMP_ID):
         raise MalformedStreamError(f"vortex.datetimeparts holds timestamps, not {dtype!r}")
-    unit = dtype.unit
+    return dtype
+
+
+def _ticks(dtype: dt.DType) -> int:
+    unit = _timestamp(dtype).unit
     if unit not in TICKS_PER_SECOND:
         raise MalformedStreamError(f"vortex.datetimeparts cannot hold a timestamp in {unit.name}")
     return TICKS_PER_SECOND[unit]
@@ -74,9 +79,10 @@ class DateTimePartsEncoding(Encoding):
 
     def check_dtype(self, dtype: dt.DType) -> None:
         _ticks(dtype)
-        if not (isinstance(dtype.storage, dt.Primitive) and dtype.storage.ptype == dt.PType.I64):
+        storage = _timestamp(dtype).storage
+        if not (isinstance(storage, dt.Primitive) and storage.ptype == dt.PType.I64):
             raise MalformedStreamError(
-                f"vortex.datetimeparts needs i64 timestamp storage, not {dtype.storage!r}")
+                f"vortex.datetimeparts needs i64 timestamp storage, not {storage!r}")
 
     def parse_metadata(self, raw: bytes, dtype, length) -> DateTimePartsMeta:
         f = parse(raw, "DateTimePartsMetadata")
@@ -124,7 +130,7 @@ class DateTimePartsEncoding(Encoding):
                 np.add(out, subs, out=out, dtype=i64, casting="unsafe")
         validity = days_c.children[0] if days_c.children else None
         storage = primitive_array(out, validity, nullable=arr.dtype.nullable)
-        return ext_array(arr.dtype, storage)
+        return ext_array(_timestamp(arr.dtype), storage)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         a = Array(self, arr.dtype, stop - start, metadata=arr.metadata,
@@ -243,12 +249,12 @@ def _encode_datetimeparts(a: Array, params: Any = None) -> Array | None:
 
 
 def _estimate_datetimeparts(f: Facts, comp: Any) -> Trial | None:
-    if f.a.dtype.id != dt.TIMESTAMP_ID:
+    if not (isinstance(f.a.dtype, dt.Extension) and f.a.dtype.id == dt.TIMESTAMP_ID):
         return None
     r = _encode_datetimeparts(f.a)
     if r is None:
         return None
-    size = 4 * NODE_COST
+    size: float = 4 * NODE_COST
     for c in r.children:
         size += child_int_cost(c, compact=f.compact)
     return Trial(size, lambda: r)

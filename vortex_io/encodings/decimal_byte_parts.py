@@ -37,12 +37,17 @@ class DecimalBytePartsMeta(NamedTuple):
     lower_part_count: int
 
 
+def _decimal(dtype: dt.DType) -> dt.Decimal:
+    if not isinstance(dtype, dt.Decimal):
+        raise MalformedStreamError(f"vortex.decimal_byte_parts cannot hold {dtype!r}")
+    return dtype
+
+
 class DecimalBytePartsEncoding(Encoding):
     id = "vortex.decimal_byte_parts"
 
     def check_dtype(self, dtype: dt.DType) -> None:
-        if not isinstance(dtype, dt.Decimal):
-            raise MalformedStreamError(f"vortex.decimal_byte_parts cannot hold {dtype!r}")
+        _decimal(dtype)
 
     def parse_metadata(self, raw: bytes, dtype, length) -> DecimalBytePartsMeta:
         f = parse(raw, "DecimalBytesPartsMetadata")
@@ -73,7 +78,7 @@ class DecimalBytePartsEncoding(Encoding):
             raise MalformedStreamError("vortex.decimal_byte_parts msp does not match the array length")
         w = msp.dtype.ptype.byte_width
         validity = msp.children[0] if msp.children else None
-        return decimal_array(arr.dtype, msp.buffers[0][: len(arr) * w], w, validity)
+        return decimal_array(_decimal(arr.dtype), msp.buffers[0][: len(arr) * w], w, validity)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         a = Array(self, arr.dtype, stop - start, metadata=arr.metadata,
@@ -85,7 +90,7 @@ class DecimalBytePartsEncoding(Encoding):
         return validity(arr.children[0])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        r = decimal_unscaled(arr.dtype, value, op)
+        r = decimal_unscaled(_decimal(arr.dtype), value, op)
         if r is None:
             return NotImplemented
         if isinstance(r, bool):
@@ -93,9 +98,10 @@ class DecimalBytePartsEncoding(Encoding):
         return compare_storage(arr.children[0], r[1], r[0])
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
+        d = _decimal(arr.dtype)
         ints = []
         for v in values:
-            r = decimal_unscaled(arr.dtype, v, "eq")
+            r = decimal_unscaled(d, v, "eq")
             if isinstance(r, tuple):
                 ints.append(r[1])
         return is_in_storage(arr.children[0], ints)

@@ -31,24 +31,17 @@ from .._limits import DEFAULT_LIMITS, ReaderLimits, decoded_width
 from .._proto import ProtoWriter, parse
 from ..compute.kernels import compare_storage, is_in_storage, take, take_values
 from ..compute.numeric import broadcast, decoded, int_bounds, validity, with_validity
+from . import _scheme  # (the cost models)
 from ._common import (
+    array_ptype,
     as_array,
     int_ptype_of,
     narrowest_uint,
+    primitive,
     validity_child,
     validity_mask,
 )
-from ._scheme import (
-    NODE_COST,
-    Facts,
-    Scheme,
-    Trial,
-    codes_cost,
-    int_cost,
-    narrow_codes,
-    register_scheme,
-    zstd_cost,
-)
+from ._scheme import NODE_COST, Facts, Scheme, Trial, register_scheme
 from .bool_ import bool_array, bool_values
 from .ext import ext_array
 from .null import null_array
@@ -80,8 +73,8 @@ class DictMeta:
     def decode(cls, raw: bytes) -> DictMeta:
         f = parse(raw, "DictMetadata")
         return cls(
-            values_len=f.get_uint(1, 0, bits=32),  # type: ignore[arg-type]
-            codes_ptype=int_ptype_of(f.get_uint(2, 0), "vortex.dict codes"),  # type: ignore[arg-type]
+            values_len=f.get_uint(1, 0, bits=32),
+            codes_ptype=int_ptype_of(f.get_uint(2, 0), "vortex.dict codes"),
             is_nullable_codes=f.get_bool(3, None),
             all_values_referenced=f.get_bool(4, None),
         )
@@ -146,7 +139,7 @@ class DictEncoding(Encoding):
         canonical array built in between; a selective ``take`` then decodes only its rows)."""
 
         c = decoded(arr.children[0])
-        if c.encoding != "vortex.primitive" or not c.dtype.ptype.is_int:
+        if c.encoding != "vortex.primitive" or not array_ptype(c).is_int:
             raise MalformedStreamError(f"vortex.dict codes must be integers, not {c.dtype!r}")
         codes, valid = primitive_values(c)
         return _strings_from_codes(arr, codes, valid)
@@ -174,10 +167,11 @@ class DictEncoding(Encoding):
         if codes.dtype.kind not in "iu":
             raise MalformedStreamError(f"vortex.dict codes must be integers, not {codes.dtype}")
         idx = checked_indices(codes, cvalid, len(values), "vortex.dict codes")
+        p = arr.dtype.ptype
         if cvalid is not None and not cvalid.any():  # (the values may be empty)
-            return np.zeros(len(idx), arr.dtype.ptype.np_dtype), cvalid
+            return np.zeros(len(idx), p.np_dtype), cvalid
         vc = values.canonical()
-        if vc.encoding != "vortex.primitive" or vc.dtype.ptype != arr.dtype.ptype:
+        if vc.encoding != "vortex.primitive" or array_ptype(vc) != p:
             raise MalformedStreamError(f"vortex.dict values decoded to {vc.dtype!r}")
         vals, vvalid = primitive_values(vc)
         valid = cvalid
@@ -198,7 +192,7 @@ class DictEncoding(Encoding):
         (bit-packed codes are unpacked once; nothing is cached or counted)."""
 
         c = decoded(arr.children[0])
-        if c.encoding != "vortex.primitive" or not c.dtype.ptype.is_int:
+        if c.encoding != "vortex.primitive" or not array_ptype(c).is_int:
             raise MalformedStreamError(f"vortex.dict codes must be integers, not {c.dtype!r}")
         codes, valid = primitive_values(c)
         return checked_indices(codes, valid, len(arr.children[1]), "vortex.dict codes"), valid
@@ -400,7 +394,7 @@ def take_canonical(values: Array, idx: np.ndarray, valid: np.ndarray | None = No
         vals, vmask = primitive_values(values)
         m = _combine(_memory.take(vmask, idx) if vmask is not None else None, valid)
         return primitive_array(_memory.take(vals, idx), validity_child(m), nullable=d.nullable,
-                               ptype=d.ptype)
+                               ptype=primitive(d, "take_canonical dtype").ptype)
     if enc == "vortex.bool":
         vals = bool_values(values)
         vmask = validity_mask(values.children[0] if values.children else None, len(values))
@@ -515,7 +509,7 @@ def repeat_canonical(values: Array, counts: np.ndarray, dtype: dt.DType | None =
         vals, vmask = primitive_values(values)
         m = None if vmask is None else np.repeat(vmask, counts)
         return primitive_array(np.repeat(vals, counts), validity_child(m), nullable=d.nullable,
-                               ptype=d.ptype)
+                               ptype=primitive(d, "repeat_canonical dtype").ptype)
     if values.encoding == "vortex.bool":
         vmask = validity_mask(values.children[0] if values.children else None, len(values))
         m = None if vmask is None else np.repeat(vmask, counts)
@@ -585,13 +579,13 @@ def _estimate_dict(f: Facts, comp: Any) -> Trial | None:
         return None
     d = f.distinct
     if f.kind == "int":
-        values = int_cost(f.groups[0], d, dict_=False, compact=f.compact)
+        values = _scheme.int_cost(f.groups[0], d, dict_=False, compact=f.compact)
     else:
         values = d * f.vkey.dtype.itemsize + NODE_COST
-    codes = codes_cost(d, f.n, f.runs)
+    codes = _scheme.codes_cost(d, f.n, f.runs)
     if f.compact and f.n >= 4096:
         idx = np.searchsorted(f.groups[0], f.vkey)
-        codes = min(codes, zstd_cost(narrow_codes(idx, d)) + 2 * NODE_COST)
+        codes = min(codes, _scheme.zstd_cost(_scheme.narrow_codes(idx, d)) + 2 * NODE_COST)
     size = codes + values + f.validity_bytes + 2 * NODE_COST
     return Trial(size, lambda: _encode_dict(f.a))
 
@@ -608,9 +602,9 @@ def _estimate_dict_str(f: Facts, comp: Any) -> Trial | None:
     vals = enc.dictionary
     data_bytes = vals.buffers()[2].size if vals.buffers()[2] is not None else 0
     values = data_bytes + d * 1.5 + 3 * NODE_COST
-    codes = codes_cost(d, f.n, runs)
+    codes = _scheme.codes_cost(d, f.n, runs)
     if f.compact and f.n >= 4096:
-        codes = min(codes, zstd_cost(narrow_codes(idx, d)) + 2 * NODE_COST)
+        codes = min(codes, _scheme.zstd_cost(_scheme.narrow_codes(idx, d)) + 2 * NODE_COST)
     size = codes + values + 2 * NODE_COST
     return Trial(size, lambda: _encode_dict(f.a))
 

@@ -10,16 +10,22 @@ from .._errors import MalformedStreamError
 from ._common import arrow_validity, validity_mask, validity_spec
 
 
+def _fsl(dtype: dt.DType) -> dt.FixedSizeList:
+    if not isinstance(dtype, dt.FixedSizeList):
+        raise MalformedStreamError(f"vortex.fixed_size_list cannot hold {dtype!r}")
+    return dtype
+
+
 class FixedSizeListEncoding(Encoding):
     id = "vortex.fixed_size_list"
     canonical = True
 
     def check_dtype(self, dtype: dt.DType) -> None:
-        if not isinstance(dtype, dt.FixedSizeList):
-            raise MalformedStreamError(f"vortex.fixed_size_list cannot hold {dtype!r}")
+        _fsl(dtype)
 
-    def child_specs(self, dtype: dt.FixedSizeList, length, meta, parts: ArrayParts):
-        return [(dtype.element, length * dtype.size),
+    def child_specs(self, dtype: dt.DType, length, meta, parts: ArrayParts):
+        d = _fsl(dtype)
+        return [(d.element, length * d.size),
                 *validity_spec(self.id, dtype, length, parts.nchildren, 1)]
 
     def validity(self, arr: Array) -> Any:
@@ -32,12 +38,13 @@ class FixedSizeListEncoding(Encoding):
         elems = arr.children[0].to_arrow()
         if isinstance(elems, pa.ChunkedArray):
             elems = elems.combine_chunks()
-        t = pa.list_(pa.field("item", elems.type, arr.dtype.element.nullable), arr.dtype.size)
+        d = _fsl(arr.dtype)
+        t = pa.list_(pa.field("item", elems.type, d.element.nullable), d.size)
         validity, nulls = arrow_validity(arr.children[1] if len(arr.children) > 1 else None, n)
         return pa.Array.from_buffers(t, n, [validity], null_count=nulls, children=[elems])
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
-        s = arr.dtype.size
+        s = _fsl(arr.dtype).size
         v = arr.children[1].slice(start, stop) if len(arr.children) > 1 else None
         return Array(self, arr.dtype, stop - start,
                      children=[arr.children[0].slice(start * s, stop * s), *([v] if v is not None else [])])

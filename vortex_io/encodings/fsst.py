@@ -26,6 +26,7 @@ and parses greedily (longest symbol first) with a vectorized parse, see ``_parse
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -45,6 +46,7 @@ from ..compute.numeric import (
     with_validity,
 )
 from ._common import (
+    array_ptype,
     canonical_ints,
     int_ptype_of,
     narrowest_uint,
@@ -394,24 +396,32 @@ class FSSTEncoding(Encoding):
         v = arr.children[2] if len(arr.children) > 2 else None
         return arr.buffers[2], arr.children[1], arr.children[0], v
 
-    def canonicalize(self, arr: Array) -> Array:
-        from .varbin import varbin_array
+    def _checked_parts(self, arr: Array, ints: Callable[[Array, str], np.ndarray]
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Array | None, int]:
+        """(codes bytes, codes_offsets, uncompressed lengths, validity child, total
+        uncompressed bytes), the integer children decoded by ``ints`` and their lengths
+        checked (the window of the offsets is the caller's to check)."""
 
         n = len(arr)
         codes, co_arr, ulen_arr, validity = self._parts(arr)
-        ulen = canonical_ints(ulen_arr, "vortex.fsst uncompressed lengths")
-        co = canonical_ints(co_arr, "vortex.fsst codes_offsets")
+        ulen = ints(ulen_arr, "vortex.fsst uncompressed lengths")
+        co = ints(co_arr, "vortex.fsst codes_offsets")
         if len(ulen) != n or len(co) != n + 1:
             raise MalformedStreamError("vortex.fsst children do not match the array length")
-        total = check_lengths(ulen, self.id)
-        check_decoded_size(total, f"vortex.fsst of {n} rows", arr.limits)
+        return codes, co, ulen, validity, check_lengths(ulen, self.id)
+
+    def canonicalize(self, arr: Array) -> Array:
+        from .varbin import varbin_array
+
+        codes, co, ulen, validity, total = self._checked_parts(arr, canonical_ints)
+        check_decoded_size(total, f"vortex.fsst of {len(arr)} rows", arr.limits)
         lo, hi = check_window(co, codes.nbytes, self.id)
         sym, lens = self.symbol_table(arr)
         data = fsst_decompress(sym, lens, codes[lo:hi], total)
         offsets = offsets_from_lengths(ulen)
         out = varbin_array(arr.dtype, offsets, data, validity)
         # offsets summed from checked lengths: monotonic and ending at len(data) already
-        checked = offsets.buffers[0].view(offsets.dtype.ptype.np_dtype)
+        checked = offsets.buffers[0].view(array_ptype(offsets).np_dtype)
         out.memo("offsets", lambda: checked)
         return out
 
@@ -430,13 +440,7 @@ class FSSTEncoding(Encoding):
         """(codes bytes, codes_offsets, uncompressed lengths, validity child), checked, the
         integer children decoded as kernel scratch (three-buffer form only)."""
 
-        n = len(arr)
-        codes, co_arr, ulen_arr, validity = self._parts(arr)
-        ulen = decoded_ints(ulen_arr, "vortex.fsst uncompressed lengths")
-        co = decoded_ints(co_arr, "vortex.fsst codes_offsets")
-        if len(ulen) != n or len(co) != n + 1:
-            raise MalformedStreamError("vortex.fsst children do not match the array length")
-        check_lengths(ulen, self.id)
+        codes, co, ulen, validity, _ = self._checked_parts(arr, decoded_ints)
         check_window(co, codes.nbytes, self.id)
         return codes, co, ulen, validity
 
@@ -713,8 +717,10 @@ def _parse_dense(matcher: _Matcher, data: np.ndarray, offsets: np.ndarray
         best_code[i:j] = cd
         nxt[i:j] = np.arange(i, j, dtype=idt) + np.maximum(ln, 1)
     lens = np.diff(offsets)
-    cur = offsets[:-1][lens > 0].astype(idt)
-    end = offsets[1:][lens > 0].astype(idt)
+    # (annotated: numpy's stubs type an astype to one of two types as an array of `generic`,
+    # which has no `-`)
+    cur: np.ndarray = offsets[:-1][lens > 0].astype(idt)
+    end: np.ndarray = offsets[1:][lens > 0].astype(idt)
     on = np.zeros(t + 1, dtype=np.bool_)
     steps = 0
     while len(cur) and steps < 64:

@@ -89,7 +89,7 @@ class InvertedIndex(vortex_io.Encoding):
             raise MalformedStreamError(f"{self.id}: {npost} postings for {length} rows")
         if card > npost:
             raise MalformedStreamError(f"{self.id}: {card} distinct values but {npost} postings")
-        return card, npost  # type: ignore[return-value]
+        return card, npost
 
     def child_specs(self, dtype, length, meta, parts: ArrayParts):
         card, npost = meta
@@ -267,7 +267,7 @@ def _estimate(f: Facts, compressor: Any) -> Trial | None:
     text with offsets, the offsets and the row IDs (sorted within a value: bit-packed)."""
     if f.n >= 2**32 or f.nulls == f.n:
         return None
-    r = _encode(f.a)
+    r = InvertedIndex.encode(f.a)
     offs, rows, _ = _INSTANCE._parts(r)
     dictionary = r.children[0].to_arrow()
     text = sum(b.size for b in dictionary.buffers()[2:3] if b is not None)

@@ -10,8 +10,37 @@ from .. import dtype as dt
 from .._array import Array, ArrayParts, Encoding, register_encoding
 from .._errors import MalformedStreamError
 from .._proto import ProtoWriter, parse
-from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_mask, validity_spec
+from ._common import (
+    arrow_validity,
+    canonical_ints,
+    int_ptype_of,
+    primitive,
+    validity_mask,
+    validity_spec,
+)
 from .varbin import arrow_offsets, check_offsets
+
+
+def list_dtype(dtype: dt.DType, enc_id: str) -> dt.List:
+    """``dtype`` as the ``dt.List`` a list encoding holds; ``MalformedStreamError``
+    otherwise."""
+    if not isinstance(dtype, dt.List):
+        raise MalformedStreamError(f"{enc_id} cannot hold {dtype!r}")
+    return dtype
+
+
+def arrow_list(arr: Array, offsets: np.ndarray, elems: Any, validity: Array | None) -> Any:
+    """The Arrow list (or large list, as ``offsets`` need) of the n + 1 ``offsets`` into
+    the Arrow array ``elems``, with ``arr``'s length, element nullability and validity."""
+    import pyarrow as pa
+
+    n = len(arr)
+    offs, large = arrow_offsets(offsets)
+    field = pa.field("item", elems.type, list_dtype(arr.dtype, arr.encoding).element.nullable)
+    t = pa.large_list(field) if large else pa.list_(field)
+    vbuf, nulls = arrow_validity(validity, n)
+    return pa.Array.from_buffers(t, n, [vbuf, pa.py_buffer(offs)], null_count=nulls,
+                                 children=[elems])
 
 
 class ListEncoding(Encoding):
@@ -19,16 +48,16 @@ class ListEncoding(Encoding):
     canonical = True
 
     def check_dtype(self, dtype: dt.DType) -> None:
-        if not isinstance(dtype, dt.List):
-            raise MalformedStreamError(f"vortex.list cannot hold {dtype!r}")
+        list_dtype(dtype, self.id)
 
     def parse_metadata(self, raw, dtype, length) -> tuple[int, dt.PType]:
         f = parse(raw, "ListMetadata")
         return f.get_uint(1, 0), int_ptype_of(f.get_uint(2, 0), "vortex.list offsets")
 
-    def child_specs(self, dtype: dt.List, length, meta, parts: ArrayParts):
+    def child_specs(self, dtype: dt.DType, length, meta, parts: ArrayParts):
         elements_len, optype = meta
-        return [(dtype.element, elements_len), (dt.Primitive(optype), length + 1),
+        element = list_dtype(dtype, self.id).element
+        return [(element, elements_len), (dt.Primitive(optype), length + 1),
                 *validity_spec(self.id, dtype, length, parts.nchildren, 2)]
 
     def validity(self, arr: Array) -> Any:
@@ -40,16 +69,11 @@ class ListEncoding(Encoding):
     def to_arrow(self, arr: Array) -> Any:
         import pyarrow as pa
 
-        n = len(arr)
-        offs, large = arrow_offsets(self.offsets(arr))
+        offs = self.offsets(arr)
         elems = arr.children[0].to_arrow()
         if isinstance(elems, pa.ChunkedArray):
             elems = elems.combine_chunks()
-        field = pa.field("item", elems.type, arr.dtype.element.nullable)
-        t = pa.large_list(field) if large else pa.list_(field)
-        validity, nulls = arrow_validity(arr.children[2] if len(arr.children) > 2 else None, n)
-        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(offs)], null_count=nulls,
-                                     children=[elems])
+        return arrow_list(arr, offs, elems, arr.children[2] if len(arr.children) > 2 else None)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         v = arr.children[2].slice(start, stop) if len(arr.children) > 2 else None
@@ -75,7 +99,7 @@ LIST = register_encoding(ListEncoding())
 
 def list_array(dtype: dt.List, elements: Array, offsets: Array, validity: Array | None = None
                ) -> Array:
-    p = offsets.dtype.ptype
+    p = primitive(offsets.dtype, "vortex.list offsets").ptype
     meta = ProtoWriter().varint(1, len(elements)).varint(2, int(p)).finish()
     a = Array(LIST, dtype, len(offsets) - 1, metadata=meta,
               children=[elements, offsets, *([validity] if validity is not None else [])],

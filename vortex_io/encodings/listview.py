@@ -11,8 +11,8 @@ from .._array import Array, ArrayParts, Encoding, register_encoding
 from .._arrow import arrow_take
 from .._errors import MalformedStreamError
 from .._proto import ProtoWriter, parse
-from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_mask, validity_spec
-from .varbin import arrow_offsets
+from ._common import canonical_ints, int_ptype_of, primitive, validity_mask, validity_spec
+from .list_ import arrow_list, list_dtype
 
 
 class ListViewEncoding(Encoding):
@@ -20,17 +20,17 @@ class ListViewEncoding(Encoding):
     canonical = True
 
     def check_dtype(self, dtype: dt.DType) -> None:
-        if not isinstance(dtype, dt.List):
-            raise MalformedStreamError(f"vortex.listview cannot hold {dtype!r}")
+        list_dtype(dtype, self.id)
 
     def parse_metadata(self, raw, dtype, length):
         f = parse(raw, "ListViewMetadata")
         return (f.get_uint(1, 0), int_ptype_of(f.get_uint(2, 0), "vortex.listview offsets"),
                 int_ptype_of(f.get_uint(3, 0), "vortex.listview sizes"))
 
-    def child_specs(self, dtype: dt.List, length, meta, parts: ArrayParts):
+    def child_specs(self, dtype: dt.DType, length, meta, parts: ArrayParts):
         elements_len, optype, sptype = meta
-        return [(dtype.element, elements_len), (dt.Primitive(optype), length),
+        element = list_dtype(dtype, self.id).element
+        return [(element, elements_len), (dt.Primitive(optype), length),
                 (dt.Primitive(sptype), length),
                 *validity_spec(self.id, dtype, length, parts.nchildren, 3)]
 
@@ -59,12 +59,7 @@ class ListViewEncoding(Encoding):
             total = int(new_offs[-1])
             idx = np.arange(total, dtype=np.int64) - np.repeat(new_offs[:-1] - offs, sizes)
             elems = arrow_take(elems, idx)  # (views included: Arrow has no take for them)
-        o32, large = arrow_offsets(new_offs)
-        field = pa.field("item", elems.type, arr.dtype.element.nullable)
-        t = pa.large_list(field) if large else pa.list_(field)
-        validity, nulls = arrow_validity(arr.children[3] if len(arr.children) > 3 else None, n)
-        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(o32)], null_count=nulls,
-                                     children=[elems])
+        return arrow_list(arr, new_offs, elems, arr.children[3] if len(arr.children) > 3 else None)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         v = arr.children[3].slice(start, stop) if len(arr.children) > 3 else None
@@ -81,7 +76,8 @@ LISTVIEW = register_encoding(ListViewEncoding())
 
 def listview_array(dtype: dt.List, elements: Array, offsets: Array, sizes: Array,
                    validity: Array | None = None) -> Array:
-    meta = (ProtoWriter().varint(1, len(elements)).varint(2, int(offsets.dtype.ptype))
-            .varint(3, int(sizes.dtype.ptype)).finish())
+    op = primitive(offsets.dtype, "vortex.listview offsets").ptype
+    sp = primitive(sizes.dtype, "vortex.listview sizes").ptype
+    meta = ProtoWriter().varint(1, len(elements)).varint(2, int(op)).varint(3, int(sp)).finish()
     return Array(LISTVIEW, dtype, len(offsets), metadata=meta,
                  children=[elements, offsets, sizes, *([validity] if validity is not None else [])])

@@ -10,7 +10,14 @@ from .. import dtype as dt
 from .._array import Array, ArrayParts, Encoding, register_encoding
 from .._errors import MalformedStreamError
 from ..compute.numeric import compare_values, isin_values, with_validity
-from ._common import arrow_validity, log2_width, typed_buffer, validity_mask, validity_spec
+from ._common import (
+    array_ptype,
+    arrow_validity,
+    log2_width,
+    typed_buffer,
+    validity_mask,
+    validity_spec,
+)
 from .bool_ import bool_array
 
 
@@ -29,15 +36,16 @@ class PrimitiveEncoding(Encoding):
         return validity_spec(self.id, dtype, length, parts.nchildren, 0)
 
     def validate(self, arr: Array, limits) -> None:
-        need = len(arr) * arr.dtype.ptype.byte_width
+        p = array_ptype(arr)
+        need = len(arr) * p.byte_width
         if arr.buffers[0].nbytes != need:
             raise MalformedStreamError(
                 f"vortex.primitive buffer is {arr.buffers[0].nbytes} bytes, "
-                f"{len(arr)} x {arr.dtype.ptype.short} needs {need}"
+                f"{len(arr)} x {p.short} needs {need}"
             )
 
     def buffer_alignments(self, arr: Array) -> list[int]:
-        return [log2_width(arr.dtype.ptype)]
+        return [log2_width(array_ptype(arr))]
 
     def to_arrow(self, arr: Array) -> Any:
         import pyarrow as pa
@@ -49,7 +57,7 @@ class PrimitiveEncoding(Encoding):
                                      null_count=nulls)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
-        w = arr.dtype.ptype.byte_width
+        w = array_ptype(arr).byte_width
         v = arr.children[0].slice(start, stop) if arr.children else None
         return Array(self, arr.dtype, stop - start, buffers=[arr.buffers[0][start * w : stop * w]],
                      children=[v] if v is not None else [])
@@ -59,26 +67,26 @@ class PrimitiveEncoding(Encoding):
         return validity_mask(arr.children[0] if arr.children else None, len(arr))
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        r = compare_values(primitive_raw(arr), arr.dtype.ptype, value, op)
+        r = compare_values(primitive_raw(arr), array_ptype(arr), value, op)
         if r is None:
             return NotImplemented
         return with_validity(r, self.validity(arr))
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        return with_validity(isin_values(primitive_raw(arr), arr.dtype.ptype, values),
+        return with_validity(isin_values(primitive_raw(arr), array_ptype(arr), values),
                              self.validity(arr))
 
     def take(self, arr: Array, indices: np.ndarray) -> Any:
         vals, valid = self.take_values(arr, indices)
         v = None if valid is None else bool_array(valid)
-        return primitive_array(vals, v, nullable=arr.dtype.nullable, ptype=arr.dtype.ptype)
+        return primitive_array(vals, v, nullable=arr.dtype.nullable, ptype=array_ptype(arr))
 
     def take_values(self, arr: Array, indices: np.ndarray) -> Any:
         vals, valid = primitive_values(arr)
         return vals[indices], None if valid is None else valid[indices]
 
     def int_bounds(self, arr: Array) -> tuple[int, int] | None:
-        if not arr.dtype.ptype.is_int:
+        if not array_ptype(arr).is_int:
             return None
         vals = primitive_raw(arr)
         return int(vals.min()), int(vals.max())
@@ -92,7 +100,7 @@ PRIMITIVE = register_encoding(PrimitiveEncoding())
 
 def primitive_raw(arr: Array) -> np.ndarray:
     """The values of a canonical primitive array as a typed numpy view (nulls not applied)."""
-    return typed_buffer(arr, 0, arr.dtype.ptype.np_dtype, len(arr))
+    return typed_buffer(arr, 0, array_ptype(arr).np_dtype, len(arr))
 
 
 def primitive_values(arr: Array) -> tuple[np.ndarray, np.ndarray | None]:

@@ -17,12 +17,20 @@ Also home of ``slice_patches``, shared with ``vortex.alp`` and ``vortex.alprd``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import dtype as dt
-from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
+from .._array import (
+    Array,
+    ArrayParts,
+    Encoding,
+    LazyChildren,
+    check_decoded_size,
+    register_encoding,
+)
 from .._arrow import from_arrow, python_value_to_arrow, without_views
 from .._errors import MalformedStreamError, UnsupportedError
 from .._proto import ProtoWriter, parse
@@ -60,7 +68,7 @@ def strict_patch_positions(meta: PatchesMeta, indices: Array, n: int, what: str)
     return pos
 
 
-def slice_patches(meta: PatchesMeta, children: tuple[Array, ...] | list[Array], start: int,
+def slice_patches(meta: PatchesMeta, children: Sequence[Array] | LazyChildren, start: int,
                   stop: int) -> tuple[PatchesMeta, list[Array]] | None:
     """The patches of rows ``[start, stop)`` of a node (new metadata with the offset moved
     by ``start``, and sliced indices and values), or None when none fall in the range.

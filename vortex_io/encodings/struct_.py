@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .. import dtype as dt
-from .._array import Array, ArrayParts, Encoding, register_encoding
+from .._array import Array, ArrayParts, Encoding, LazyChildren, register_encoding
 from .._errors import MalformedStreamError
 from ..compute.kernels import take
 from ._common import BOOL, arrow_validity, validity_mask
+
+
+def _struct(dtype: dt.DType) -> dt.Struct:
+    if not isinstance(dtype, dt.Struct):
+        raise MalformedStreamError(f"vortex.struct cannot hold {dtype!r}")
+    return dtype
 
 
 class StructEncoding(Encoding):
@@ -16,12 +23,12 @@ class StructEncoding(Encoding):
     canonical = True
 
     def check_dtype(self, dtype: dt.DType) -> None:
-        if not isinstance(dtype, dt.Struct):
-            raise MalformedStreamError(f"vortex.struct cannot hold {dtype!r}")
+        _struct(dtype)
 
-    def child_specs(self, dtype: dt.Struct, length, meta, parts: ArrayParts):
-        nf = len(dtype.dtypes)
-        fields = [(d, length) for d in dtype.dtypes]
+    def child_specs(self, dtype: dt.DType, length, meta, parts: ArrayParts):
+        dtypes = _struct(dtype).dtypes
+        nf = len(dtypes)
+        fields = [(d, length) for d in dtypes]
         if parts.nchildren == nf:
             return fields
         if parts.nchildren == nf + 1:
@@ -33,8 +40,9 @@ class StructEncoding(Encoding):
         )
 
     @staticmethod
-    def split(arr: Array) -> tuple[Array | None, tuple[Array, ...]]:
-        nf = len(arr.dtype.dtypes)
+    def split(arr: Array) -> tuple[Array | None, Sequence[Array] | LazyChildren]:
+        """(validity or None, the fields)."""
+        nf = len(_struct(arr.dtype).dtypes)
         if len(arr.children) == nf + 1:
             return arr.children[0], arr.children[1:]
         return None, arr.children
@@ -43,17 +51,18 @@ class StructEncoding(Encoding):
         import pyarrow as pa
 
         n = len(arr)
+        st = _struct(arr.dtype)
         validity, fields = self.split(arr)
         vbuf, nulls = arrow_validity(validity, n)
         children = [f.to_arrow() for f in fields]
         children = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in children]
         t = pa.struct([pa.field(nm, c.type, d.nullable)
-                       for nm, c, d in zip(arr.dtype.names, children, arr.dtype.dtypes)])
+                       for nm, c, d in zip(st.names, children, st.dtypes)])
         return pa.Array.from_buffers(t, n, [vbuf], null_count=nulls, children=children)
 
     def struct_field(self, arr: Array, name: str) -> Array:
         try:
-            i = arr.dtype.names.index(name)
+            i = _struct(arr.dtype).names.index(name)
         except ValueError:
             raise KeyError(name) from None
         return self.split(arr)[1][i]
@@ -69,12 +78,12 @@ class StructEncoding(Encoding):
         """Every field (and the validity) taken on its own, keeping their encodings."""
 
         v, fields = self.split(arr)
-        return struct_array(arr.dtype, len(indices), [take(f, indices) for f in fields],
+        return struct_array(_struct(arr.dtype), len(indices), [take(f, indices) for f in fields],
                             None if v is None else take(v, indices))
 
     def child_names(self, arr: Array) -> list[str]:
         v, _ = self.split(arr)
-        return (["validity"] if v is not None else []) + list(arr.dtype.names)
+        return (["validity"] if v is not None else []) + list(_struct(arr.dtype).names)
 
 
 STRUCT = register_encoding(StructEncoding())

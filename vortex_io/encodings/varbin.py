@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,14 @@ from .._array import Array, ArrayParts, Encoding, register_encoding
 from .._errors import MalformedStreamError
 from .._proto import ProtoWriter, parse
 from ..compute.numeric import bytes_equal_at, needle_bytes, with_validity
-from ._common import arrow_validity, canonical_ints, int_ptype_of, validity_mask, validity_spec
+from ._common import (
+    array_ptype,
+    arrow_validity,
+    canonical_ints,
+    int_ptype_of,
+    validity_mask,
+    validity_spec,
+)
 
 
 def check_offsets(offsets: np.ndarray, data_len: int, what: str) -> None:
@@ -44,9 +52,17 @@ def arrow_offsets(offsets: np.ndarray) -> tuple[np.ndarray, bool]:
     return offsets.astype(np.int64), True
 
 
-class StringEqualityKernels:
+class StringEqualityKernels(ABC):
     """``==``, ``!=`` and ``IN`` for canonical string encodings, from the encoding's
     ``equal_mask(arr, needle_bytes)`` and ``validity(arr)`` (varbin and varbinview)."""
+
+    @abstractmethod
+    def equal_mask(self, arr: Array, needle: bytes) -> np.ndarray:
+        """Rows whose bytes equal ``needle`` (nulls not applied)."""
+
+    @abstractmethod
+    def validity(self, arr: Array) -> Any:
+        """As ``Encoding.validity``."""
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
         b = needle_bytes(value)
@@ -57,11 +73,12 @@ class StringEqualityKernels:
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
         bs = [needle_bytes(v) for v in values]
-        if len(bs) > 16 or any(b is None for b in bs):
+        needles = [b for b in bs if b is not None]
+        if len(bs) > 16 or len(needles) != len(bs):
             return NotImplemented
         out = np.zeros(len(arr), dtype=np.bool_)
-        for b in dict.fromkeys(bs):
-            out |= self.equal_mask(arr, b)  # type: ignore[arg-type]
+        for b in dict.fromkeys(needles):
+            out |= self.equal_mask(arr, b)
         return with_validity(out, self.validity(arr))
 
 
@@ -148,7 +165,7 @@ VARBIN = register_encoding(VarBinEncoding())
 def varbin_array(dtype: dt.DType, offsets: Array, data: np.ndarray, validity: Array | None = None
                  ) -> Array:
     """A ``vortex.varbin`` array; ``offsets`` is an integer array of n + 1 values."""
-    p = offsets.dtype.ptype
+    p = array_ptype(offsets)
     meta = ProtoWriter().varint(1, int(p)).finish()
     a = Array(VARBIN, dtype, len(offsets) - 1, metadata=meta, buffers=[data],
               children=[offsets, *([validity] if validity is not None else [])], meta=p)
