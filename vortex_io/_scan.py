@@ -472,7 +472,8 @@ class Scan:
             self._read_dtype()
 
     def _read_dtype(self) -> dt.DType:
-        if self._dtype is None:
+        d = self._dtype
+        if d is None:
             src = self.sources[0]
             r = self._open(src)
             # kept for the first iteration: a source is opened once (a URL costs one request
@@ -480,8 +481,8 @@ class Scan:
             # A scan dropped before it is iterated closes it.
             self._first_reader = r
             self._first_closer = weakref.finalize(self, r.close)
-            self._set_dtype(r)
-        return self._dtype  # type: ignore[return-value]
+            d = self._set_dtype(r)
+        return d
 
     def _open(self, src: Any) -> StreamReader:
         # fields are built on first use: pruned batches and unprojected columns never are
@@ -489,14 +490,17 @@ class Scan:
         return StreamReader(src, limits=self.limits, lazy_fields=True,
                             storage_options=self.storage_options if _fs.is_url(src) else None)
 
-    def _set_dtype(self, r: StreamReader) -> None:
-        """The dtype, metadata and schemas of the scan, from its first source's reader."""
-        self._dtype, self._metadata = r.dtype, r.metadata
+    def _set_dtype(self, r: StreamReader) -> dt.DType:
+        """The dtype, metadata and schemas of the scan, from its first source's reader;
+        returns the dtype."""
+        d = self._dtype = r.dtype
+        self._metadata = r.metadata
         if self.filter is not None:
-            check_expr(self.filter, self._dtype)
+            check_expr(self.filter, d)
         with string_view_output(self.string_view):
-            self._schema = _schema_of(self._dtype, self.columns, self._metadata)
-        self._out_schema = _dictionary_schema(self._schema, self._dtype, self.read_dictionary)
+            self._schema = _schema_of(d, self.columns, self._metadata)
+        self._out_schema = _dictionary_schema(self._schema, d, self.read_dictionary)
+        return d
 
     @property
     def dtype(self) -> dt.DType:
@@ -553,8 +557,7 @@ class Scan:
                 if self.messages is not None:
                     skipped = self._enter_range(reader)
                 if d is None:
-                    self._set_dtype(reader)
-                    d = self._dtype
+                    d = self._set_dtype(reader)
                 elif reader.dtype != d:
                     raise VortexIPCError(
                         f"stream dtype {reader.dtype!r} differs from the first source's {d!r}",
@@ -647,6 +650,7 @@ class Scan:
 
         program, ffields, outf, dict_fields = plan
         d = self._dtype
+        assert isinstance(d, dt.Struct)  # a plan is made for a struct dtype only (_native_plan)
         stats = self.stats
         s = ng.stream(d, reader.limits)
         schema = self._out_schema if dict_fields else self._schema
@@ -803,7 +807,7 @@ class Scan:
         import pyarrow as pa
 
         if self._pinned is None:
-            self._pinned = (_pinned_values(self.filter, self._dtype, self._schema)
+            self._pinned = (_pinned_values(self.filter, self.dtype, self._schema)
                             if idx is not None else {})
         pinned = self._pinned
         cols = [pa.repeat(pinned[nm], len(idx)) if nm in pinned and idx is not None

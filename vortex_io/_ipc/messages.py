@@ -34,6 +34,7 @@ from .schema import (
     MessageType,
     decode_dtype,
     encode_array_fb,
+    vector_at,
 )
 
 __all__ = ["Message", "decode_array_body", "serialize_array", "body_layout", "aligned_empty"]
@@ -100,7 +101,7 @@ class Message:
             raise MalformedStreamError(f"expected a DType message, got {self.type.name}",
                                        message_index=self.index, offset=self.offset)
         try:
-            return decode_dtype(memoryview(self.body), limits)
+            return decode_dtype(self.body.data, limits)
         except VortexIPCError as e:
             raise e.locate(message_index=self.index, offset=self.offset) from None
 
@@ -157,21 +158,6 @@ def _bad(what: str) -> MalformedStreamError:
     return MalformedStreamError(f"flatbuffer {what} is outside the header")
 
 
-def _vector(buf: memoryview, size: int, p: int, elem: int, what: str,
-            table: str = "ArrayNode") -> tuple[int, int]:
-    """(start, count) of the vector whose offset field is at absolute position ``p``."""
-    if p + 4 > size:
-        raise _bad(f"field {table}.{what}")
-    t = p + _U32.unpack_from(buf, p)[0]
-    if t + 4 > size or t == p:
-        raise MalformedStreamError(f"flatbuffer field {table}.{what} points outside the header")
-    n = _U32.unpack_from(buf, t)[0]
-    if t + 4 + n * elem > size:
-        raise MalformedStreamError(
-            f"flatbuffer vector {table}.{what} of {n} elements runs past the header")
-    return t + 4, n
-
-
 _U64 = struct.Struct("<Q")
 _U8 = struct.Struct("<B")
 #: ArrayStats fields in slot order: "v" a byte vector, "p" a Precision (u8, exact == 1),
@@ -192,7 +178,7 @@ def _read_stats(buf: memoryview, size: int, t: int) -> ArrayStats:
         p = t + off
         kind = _STATS_KINDS[i]
         if kind == "v":
-            q, n = _vector(buf, size, p, 1, "value", "ArrayStats")
+            q, n = vector_at(buf, size, p, 1, "ArrayStats.value")
             vals[i] = bytes(buf[q : q + n])
         elif kind == "q":
             if p + 8 > size:
@@ -218,14 +204,14 @@ class _Builder:
     __slots__ = ("buf", "buffers", "encodings", "lazy", "limits", "nodes", "size", "_encs")
 
     def __init__(self, encodings: tuple[str, ...], buffers: list[np.ndarray], limits: ReaderLimits,
-                 buf: memoryview | None = None, lazy: bool = False):
+                 buf: memoryview, lazy: bool = False):
         self.lazy = lazy  # the root struct's fields are built on first use
         self.encodings = encodings
         self.buffers = buffers
         self.limits = limits
         self.nodes = 0
         self.buf = buf
-        self.size = 0 if buf is None else len(buf)
+        self.size = len(buf)
         self._encs: list[Any] = [None] * len(encodings)
 
     def __call__(self, pos: int, dtype: dt.DType, length: int, depth: int) -> Array:
@@ -260,17 +246,17 @@ class _Builder:
             ei = _U16.unpack_from(buf, pos + o_enc)[0]
         ms = mn = 0
         if o_meta:
-            ms, mn = _vector(buf, size, pos + o_meta, 1, "metadata")
+            ms, mn = vector_at(buf, size, pos + o_meta, 1, "ArrayNode.metadata")
         kids: list[int] | tuple[()] = ()
         if o_kids:
-            s, n = _vector(buf, size, pos + o_kids, 4, "children")
+            s, n = vector_at(buf, size, pos + o_kids, 4, "ArrayNode.children")
             if n:
                 # child tables by absolute position (each is checked when it is built)
                 rel = (_U32N[n] if n < len(_U32N) else struct.Struct(f"<{n}I")).unpack_from(buf, s)
                 kids = list(map(_add, range(s, s + 4 * n, 4), rel))
         bidx: tuple[int, ...] = ()
         if o_bufs:
-            s, n = _vector(buf, size, pos + o_bufs, 2, "buffers")
+            s, n = vector_at(buf, size, pos + o_bufs, 2, "ArrayNode.buffers")
             if n:
                 # struct, not numpy: nodes name a handful of buffers and this runs once per node
                 bidx = (_U16N[n] if n < len(_U16N) else struct.Struct(f"<{n}H")).unpack_from(buf, s)
@@ -342,12 +328,12 @@ def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
     n = body.nbytes
     if n < 4:
         raise MalformedStreamError(f"array message body of {n} bytes has no flatbuffer length")
-    fb_len = _U32.unpack_from(body, n - 4)[0]
+    mv = body.data
+    fb_len = _U32.unpack_from(mv, n - 4)[0]
     if fb_len + 4 > n:
         raise MalformedStreamError(f"array flatbuffer of {fb_len} bytes does not fit a {n}-byte body")
     data_end = n - 4 - fb_len
-    fb = body[data_end : n - 4]  # the Array flatbuffer
-    arr_t = root(memoryview(fb), "Array")
+    arr_t = root(mv[data_end : n - 4], "Array")  # the Array flatbuffer
     buffers: list[np.ndarray] = []
     v = arr_t.vector_raw(1, 8, "Array.buffers")
     if v is not None:

@@ -704,7 +704,8 @@ class StreamReader:
             cols: list[list[Any]] = [[] for _ in self.dtype.names]
             for b in self:
                 arr = b.array
-                if arr.encoding == "vortex.struct" and len(arr.children) == len(arr.dtype.dtypes):
+                if (arr.encoding == "vortex.struct" and isinstance(arr.dtype, dt.Struct)
+                        and len(arr.children) == len(arr.dtype.dtypes)):
                     fields = [c.to_arrow() for c in arr.children]
                 else:
                     fields = b.to_arrow().columns

@@ -12,7 +12,6 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
 
 import flatbuffers
 
@@ -160,10 +159,10 @@ def _read_dtype(t: Table, depth: int, max_depth: int) -> dt.DType:
         return dt.Struct(names, [_read_dtype(k, depth + 1, max_depth) for k in kids],
                          inner.boolean(2, what="nullable"))
     if tag in (8, 10):
-        e = inner.table(0, "DType")
-        if e is None:
+        et = inner.table(0, "DType")
+        if et is None:
             raise MalformedStreamError("DType list has no element type")
-        el = _read_dtype(e, depth + 1, max_depth)
+        el = _read_dtype(et, depth + 1, max_depth)
         if tag == 8:
             return dt.List(el, inner.boolean(1, what="nullable"))
         return dt.FixedSizeList(el, inner.u32(1, 0, "size"), inner.boolean(2, what="nullable"))
@@ -188,15 +187,16 @@ def _check_temporal(ext: dt.Extension) -> None:
     unit = ext.unit  # validates the unit byte
     _ = ext.tz  # validates the time-zone framing
     s = ext.storage
-    ok = isinstance(s, dt.Primitive) and s.ptype in (dt.PType.I32, dt.PType.I64)
+    p = s.ptype if isinstance(s, dt.Primitive) else None  # None: not a primitive, never ok
+    ok = p in (dt.PType.I32, dt.PType.I64)
     if ext.id == dt.TIMESTAMP_ID:
-        ok = ok and s.ptype == dt.PType.I64 and unit != dt.TimeUnit.D
+        ok = ok and p == dt.PType.I64 and unit != dt.TimeUnit.D
     elif ext.id == dt.DATE_ID:
-        ok = ok and ((unit == dt.TimeUnit.D and s.ptype == dt.PType.I32)
-                     or (unit == dt.TimeUnit.MS and s.ptype == dt.PType.I64))
+        ok = ok and ((unit == dt.TimeUnit.D and p == dt.PType.I32)
+                     or (unit == dt.TimeUnit.MS and p == dt.PType.I64))
     else:
-        ok = ok and ((unit in (dt.TimeUnit.S, dt.TimeUnit.MS) and s.ptype == dt.PType.I32)
-                     or (unit in (dt.TimeUnit.US, dt.TimeUnit.NS) and s.ptype == dt.PType.I64))
+        ok = ok and ((unit in (dt.TimeUnit.S, dt.TimeUnit.MS) and p == dt.PType.I32)
+                     or (unit in (dt.TimeUnit.US, dt.TimeUnit.NS) and p == dt.PType.I64))
         if ext.metadata and len(ext.metadata) != 1:
             ok = False
     if not ok:
@@ -281,24 +281,30 @@ def encode_message_header(
     return out
 
 
+def vector_at(buf: memoryview, size: int, p: int, elem: int, what: str) -> tuple[int, int]:
+    """(start, count) of the vector of ``elem``-byte elements whose offset field is at
+    absolute position ``p`` (``size``: ``len(buf)``; ``what``: ``Table.field``), every
+    position checked: what ``Table`` reads through objects, for readers that want none."""
+    if p + 4 > size:
+        raise MalformedStreamError(f"flatbuffer field {what} is outside the header")
+    t = p + _U32.unpack_from(buf, p)[0]
+    if t + 4 > size or t == p:
+        raise MalformedStreamError(f"flatbuffer field {what} points outside the header")
+    n = _U32.unpack_from(buf, t)[0]
+    if t + 4 + n * elem > size:
+        raise MalformedStreamError(f"flatbuffer vector {what} of {n} elements runs past the header")
+    return t + 4, n
+
+
 _KV_SLOTS = struct.Struct("<HH")
 
 
-def _kv_field(buf: Any, size: int, e: int, off: int, what: str) -> bytes:
+def _kv_field(buf: memoryview, size: int, e: int, off: int, what: str) -> bytes:
     """The byte vector of a KeyValue field at table position ``e`` + vtable offset ``off``."""
     if not off:
         return b""
-    f = e + off
-    if f + 4 > size:
-        raise MalformedStreamError(f"flatbuffer field KeyValue.{what} is outside the header")
-    q = f + _U32.unpack_from(buf, f)[0]
-    if q + 4 > size or q == f:
-        raise MalformedStreamError(f"flatbuffer field KeyValue.{what} points outside the header")
-    k = _U32.unpack_from(buf, q)[0]
-    if q + 4 + k > size:
-        raise MalformedStreamError(
-            f"flatbuffer vector KeyValue.{what} of {k} elements runs past the header")
-    return bytes(buf[q + 4: q + 4 + k])
+    q, k = vector_at(buf, size, e + off, 1, what)
+    return bytes(buf[q : q + k])
 
 
 def _key_values(t: Table) -> Metadata:
@@ -319,7 +325,8 @@ def _key_values(t: Table) -> Metadata:
             ko, vo = _KV_SLOTS.unpack_from(buf, vt + 4)
         else:
             ko, vo = (_U16.unpack_from(buf, vt + 4)[0] if slots else 0), 0
-        pairs.append((_kv_field(buf, size, e, ko, "key"), _kv_field(buf, size, e, vo, "value")))
+        pairs.append((_kv_field(buf, size, e, ko, "KeyValue.key"),
+                      _kv_field(buf, size, e, vo, "KeyValue.value")))
     return Metadata._of_pairs(tuple(pairs))
 
 

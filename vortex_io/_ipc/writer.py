@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import os
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .. import dtype as dt
@@ -118,6 +118,8 @@ def to_vortex_chunks(data: Any, dtype: dt.DType) -> Iterator[Array]:
 class _Sink:
     def __init__(self, sink: Any, func: str = "StreamWriter") -> None:
         self._owned = None
+        #: writes a part, returns how many bytes it wrote (None: ``socket.sendall``, all)
+        self._write: Callable[[memoryview], int | None]
         if isinstance(sink, io.TextIOBase):
             raise TypeError(f"{func}(): sink is a text file: open it in binary mode ('wb'), "
                             "or give sys.stdout.buffer rather than sys.stdout")

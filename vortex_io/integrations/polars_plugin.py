@@ -83,6 +83,7 @@ from vortex_io.integrations._versions import FileVersions
 if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
+    from polars import DataFrame, LazyFrame  # for functions whose local ``pl`` hides the module
 
 __all__ = [
     "register",
@@ -687,7 +688,7 @@ def _reader_classes() -> tuple[type, type]:
     if _CLASSES is None:
         from polars.io.external_reader import FileReader, FileReaderBuilder, ReaderCapabilities
 
-        class VortexFileReader(_Reader, FileReader):  # type: ignore[misc]
+        class VortexFileReader(_Reader, FileReader):
             pass
 
         class VortexReaderBuilder(FileReaderBuilder):
@@ -768,7 +769,7 @@ def _resolver_class() -> type:
                 if limit is not None:
                     lf = lf.head(limit)
                 if projection is not None:
-                    lf = lf.select(projection) if projection else lf.drop(pl.all())
+                    lf = lf.select(projection) if projection else lf.drop(pl.selectors.all())
                 if post:
                     lf = lf.filter(reduce(operator.and_, post))
                 return lf, ResolvedLazyFrameProps(applied_filters=range(len(exprs)))
@@ -885,13 +886,14 @@ def read_vortex_ipc(source: Any, *, columns: Sequence[str] | Sequence[int] | Non
     lf = scan_vortex_ipc(source, n_rows=n_rows, **kwargs)
     if columns is not None:
         cols = list(columns)
-        if cols and all(isinstance(c, int) and not isinstance(c, bool) for c in cols):
+        indices = [c for c in cols if isinstance(c, int) and not isinstance(c, bool)]
+        if cols and len(indices) == len(cols):
             names = lf.collect_schema().names()
-            for c in cols:
+            for c in indices:
                 if not -len(names) <= c < len(names):
                     raise IndexError(f"column index {c} out of range: the scan has "
                                      f"{len(names)} columns")
-            cols = [names[c] for c in cols]
+            cols = [names[c] for c in indices]
         elif not all(isinstance(c, str) for c in cols):
             raise TypeError("columns must be all names or all indices")
         lf = lf.select(cols)
@@ -924,7 +926,7 @@ def sink_ipc(lf: pl.LazyFrame, sink: Any, *, metadata: Any = None, compress: boo
         from polars.io.plugins import register_io_source
 
         def run(with_columns: Any, predicate: Any, n_rows: Any, batch_size: Any
-                ) -> Iterator[pl.DataFrame]:
+                ) -> Iterator[DataFrame]:
             sink_ipc(lf, sink, metadata=metadata, compress=compress, chunk_rows=chunk_rows)
             return iter(())
 
@@ -966,7 +968,7 @@ def register() -> None:
         class DataFrameVortex:
             """``df.vortex.write_ipc(sink, *, metadata=None, compress=True)``."""
 
-            def __init__(self, df: pl.DataFrame) -> None:
+            def __init__(self, df: DataFrame) -> None:
                 self._df = df
 
             def write_ipc(self, sink: Any, *, metadata: Any = None, compress: bool = True,
@@ -978,7 +980,7 @@ def register() -> None:
         class LazyFrameVortex:
             """``lf.vortex.sink_ipc(sink, *, metadata=None, compress=True, lazy=False)``."""
 
-            def __init__(self, lf: pl.LazyFrame) -> None:
+            def __init__(self, lf: LazyFrame) -> None:
                 self._lf = lf
 
             def sink_ipc(self, sink: Any, *, metadata: Any = None, compress: bool = True,
