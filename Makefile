@@ -36,7 +36,7 @@ demo: $(NATIVE_STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check vortex_io tests bench native fuzz
-	$(PY) -m mypy  # the package ([tool.mypy] in pyproject.toml: the modules not clean yet are listed)
+	$(PY) -m mypy  # the whole package ([tool.mypy] in pyproject.toml), no per-module ignores
 
 # the suite twice: with the native core, and with the numpy reference (VORTEX_IO_NATIVE=0)
 test: $(NATIVE_STAMP) lint

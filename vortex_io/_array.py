@@ -47,6 +47,7 @@ __all__ = [
 EMPTY_BUFFER = np.zeros(0, dtype=np.uint8)
 
 _T = TypeVar("_T")
+_E = TypeVar("_E", bound="Encoding | type[Encoding]")
 _NO_META: Any = object()  # Array(meta=...) not given: parsed from the bytes when first used
 
 #: a list-like sink receiving the byte size of every canonicalization (scan statistics)
@@ -59,10 +60,12 @@ DECODE_METER: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
 _REGISTRY: dict[str, Encoding] = {}
 
 
-def register_encoding(encoding: type[Encoding] | Encoding, *, replace: bool = False) -> Encoding:
-    """Register an encoding (class or instance) under its ``id``; returns the instance.
+def register_encoding(encoding: _E, *, replace: bool = False) -> _E:
+    """Register an encoding (class or instance) under its ``id``; returns its argument,
+    so it is usable as a class decorator and ``X = register_encoding(XEncoding())`` keeps
+    ``X``'s own type.
 
-    Registering an ID twice is an error unless ``replace=True``. Usable as a decorator.
+    Registering an ID twice is an error unless ``replace=True``.
     """
     inst = encoding() if isinstance(encoding, type) else encoding
     if not inst.id:
@@ -70,7 +73,7 @@ def register_encoding(encoding: type[Encoding] | Encoding, *, replace: bool = Fa
     if inst.id in _REGISTRY and not replace and type(_REGISTRY[inst.id]) is not type(inst):
         raise ValueError(f"encoding {inst.id!r} is already registered")
     _REGISTRY[inst.id] = inst
-    return encoding  # type: ignore[return-value]
+    return encoding
 
 
 def get_encoding(encoding_id: str) -> Encoding:

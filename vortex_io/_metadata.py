@@ -137,14 +137,14 @@ class Metadata(Mapping[bytes, bytes]):
             return False
         return any(kk == k for kk, _ in self._pairs)
 
-    def keys(self) -> KeysView[bytes]:  # type: ignore[override]
+    def keys(self) -> KeysView[bytes]:
         return KeysView(self)
 
-    def values(self) -> ValuesView[bytes]:  # type: ignore[override]
+    def values(self) -> ValuesView[bytes]:
         """Every value, in order (one per pair, duplicates' values included)."""
         return _Values(self._pairs)
 
-    def items(self) -> ItemsView[bytes, bytes]:  # type: ignore[override]
+    def items(self) -> ItemsView[bytes, bytes]:
         """Every (key, value) pair, in order, duplicates included."""
         return _Items(self._pairs)
 

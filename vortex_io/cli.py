@@ -888,7 +888,7 @@ def format_table(t: Any, width: int = 32) -> str:
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line usage errors (exit status 2)."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 

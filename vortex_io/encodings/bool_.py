@@ -26,7 +26,7 @@ class BoolEncoding(Encoding):
         off = parse(raw, "BoolMetadata").get_uint(1, 0, bits=32)
         if off >= 8:
             raise MalformedStreamError(f"vortex.bool bit offset {off} is not below 8")
-        return off  # type: ignore[return-value]
+        return off
 
     def nbuffers(self, dtype, meta) -> tuple[int, int]:
         return (1, 1)
@@ -137,7 +137,7 @@ def bool_values_or_const(v: Array) -> np.ndarray | bool:
 def bool_bitmap_or_const(v: Array) -> np.ndarray | bool:
     """Like ``bool_values_or_const`` but as an offset-0 bit buffer."""
     if v.encoding == "vortex.constant":
-        return bool_values_or_const(v)  # type: ignore[return-value]
+        return bool_values_or_const(v)
     c = v.canonical()
     if c.encoding != "vortex.bool":
         raise MalformedStreamError(f"a validity child must be boolean, not {c.encoding}")

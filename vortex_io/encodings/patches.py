@@ -47,8 +47,8 @@ class PatchesMeta:
             raise MalformedStreamError(f"{name}: {n} patches is more than an array can hold")
         cop = f.get_uint(5, None)
         return cls(
-            len=n,  # type: ignore[arg-type]
-            offset=f.get_uint(2, 0),  # type: ignore[arg-type]
+            len=n,
+            offset=f.get_uint(2, 0),
             indices_ptype=int_ptype_of(f.get_uint(3, 0), f"{name} patch indices"),
             chunk_offsets_len=f.get_uint(4, None),
             chunk_offsets_ptype=None if cop is None else int_ptype_of(cop, f"{name} chunk offsets"),

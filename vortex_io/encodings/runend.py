@@ -47,13 +47,13 @@ class RunEndMeta:
     @classmethod
     def decode(cls, raw: bytes) -> RunEndMeta:
         f = parse(raw, "RunEndMetadata")
-        p = int_ptype_of(f.get_uint(1, 0), "vortex.runend ends")  # type: ignore[arg-type]
+        p = int_ptype_of(f.get_uint(1, 0), "vortex.runend ends")
         if not p.is_unsigned:
             raise MalformedStreamError(f"vortex.runend ends must be unsigned, not {p.short}")
         runs = f.get_uint(2, 0)
-        if runs > _MAX_RUNS:  # type: ignore[operator]
+        if runs > _MAX_RUNS:
             raise MalformedStreamError(f"vortex.runend: {runs} runs is more than an array can hold")
-        return cls(p, runs, f.get_uint(3, 0))  # type: ignore[arg-type]
+        return cls(p, runs, f.get_uint(3, 0))
 
     def encode(self) -> bytes:
         return (ProtoWriter().varint(1, int(self.ends_ptype)).varint(2, self.num_runs)

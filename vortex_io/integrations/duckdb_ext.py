@@ -942,17 +942,17 @@ class VortexSource(pads.Dataset, ArrowScanSource):
     # pyarrow.dataset.Dataset's own methods would touch an empty C++ object: replace the ones
     # a caller may reach
     @property
-    def schema(self) -> pa.Schema:  # type: ignore[override]
+    def schema(self) -> pa.Schema:
         """The Arrow schema of the files' columns (the first file's), read at planning."""
         return self._schema
 
-    def scanner(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def scanner(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("VortexSource is scanned by DuckDB; use vortex_io.scan()")
 
-    def to_table(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def to_table(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("VortexSource is scanned by DuckDB; use vortex_io.scan()")
 
-    def count_rows(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def count_rows(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("VortexSource is scanned by DuckDB; use vortex_io.scan()")
 
     def __repr__(self) -> str:
