@@ -49,7 +49,7 @@ def build(ctx: Context) -> Iterator[Case]:
     needle = "city-007"
 
     def ours() -> pa.Table:
-        values, _ = compute.kernels.compare_mask(ii, needle, "eq")  # the mask, unpacked
+        values, _ = compute._kernels.compare_mask(ii, needle, "eq")  # the mask, unpacked
         return pa.table({"hit": values})
 
     def arrow() -> pa.Table:

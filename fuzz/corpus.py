@@ -57,20 +57,20 @@ def _table_stream(table: pa.Table, **kw) -> bytes:
 
 
 def _generated() -> dict[str, bytes]:
-    from vortex_io.encodings.bytebool import bytebool_encode
-    from vortex_io.encodings.constant import constant_array
-    from vortex_io.encodings.delta import delta_encode
-    from vortex_io.encodings.dict_ import dict_encode
-    from vortex_io.encodings.for_ import for_encode
-    from vortex_io.encodings.fsst import fsst_encode
+    from vortex_io.encodings._bytebool import bytebool_encode
+    from vortex_io.encodings._constant import constant_array
+    from vortex_io.encodings._delta import delta_encode
+    from vortex_io.encodings._dict import dict_encode
+    from vortex_io.encodings._for import for_encode
+    from vortex_io.encodings._fsst import fsst_encode
+    from vortex_io.encodings._masked import MASKED  # noqa: F401  (registered)
+    from vortex_io.encodings._onpair import onpair_encode
+    from vortex_io.encodings._rle import rle_encode
+    from vortex_io.encodings._runend import runend_encode
+    from vortex_io.encodings._sparse import sparse_encode
+    from vortex_io.encodings._zigzag import zigzag_encode
+    from vortex_io.encodings._zstd import zstd_encode
     from vortex_io.encodings.inverted_index import InvertedIndex
-    from vortex_io.encodings.masked import MASKED  # noqa: F401  (registered)
-    from vortex_io.encodings.onpair import onpair_encode
-    from vortex_io.encodings.rle import rle_encode
-    from vortex_io.encodings.runend import runend_encode
-    from vortex_io.encodings.sparse import sparse_encode
-    from vortex_io.encodings.zigzag import zigzag_encode
-    from vortex_io.encodings.zstd import zstd_encode
 
     rng = np.random.default_rng(8)
     n = 1500

@@ -104,9 +104,9 @@ def _kernels_on_arrays(data: bytes, limits: vio.ReaderLimits | None) -> None:
     import numpy as np
 
     from vortex_io._scan import _select
-    from vortex_io.compute.evaluate import evaluate_mask as evaluate
-    from vortex_io.compute.kernels import mask_true
-    from vortex_io.encodings.struct_ import struct_array
+    from vortex_io.compute._evaluate import evaluate_mask as evaluate
+    from vortex_io.compute._kernels import mask_true
+    from vortex_io.encodings._struct import struct_array
 
     with vio.StreamReader(data, limits=limits) as r:
         for b in r:

@@ -11,7 +11,7 @@ import pytest
 import vortex_io as vio
 from vortex_io import compute
 from vortex_io import dtype as dt
-from vortex_io.encodings.dict_ import dict_encode
+from vortex_io.encodings._dict import dict_encode
 from vortex_io.expr import col
 
 VALUES = [1, 5, None, 7, 5]
@@ -72,7 +72,7 @@ def test_arrow_arrays_are_accepted_and_other_arguments_refused():
 
 def test_the_mask_tuple_stays_internal():
     """The kernels and the scan keep their cheap mask; it is not the public result."""
-    from vortex_io.compute.kernels import compare_mask
+    from vortex_io.compute._kernels import compare_mask
 
     vals, valid = compare_mask(vio.array(VALUES), 5, "gte")
     assert vals.tolist() == [False, True, False, True, True]

@@ -30,8 +30,8 @@ import vortex_io as vio
 from vortex_io import dtype as dt
 from vortex_io._array import Array
 from vortex_io._errors import MalformedStreamError
-from vortex_io.encodings import fastlanes_layout as fl
-from vortex_io.encodings.bitpacked import (
+from vortex_io.encodings import _fastlanes_layout as fl
+from vortex_io.encodings._bitpacked import (
     BitPackedMeta,
     best_bit_width,
     bit_length_histogram,
@@ -39,11 +39,11 @@ from vortex_io.encodings.bitpacked import (
     bitpacked_array,
     bitpacked_take,
 )
-from vortex_io.encodings.delta import DeltaMeta, delta_encode
-from vortex_io.encodings.for_ import for_array, for_encode
-from vortex_io.encodings.primitive import primitive_array
-from vortex_io.encodings.rle import RLEMeta, rle_encode
-from vortex_io.encodings.zigzag import zigzag_array, zigzag_encode
+from vortex_io.encodings._delta import DeltaMeta, delta_encode
+from vortex_io.encodings._for import for_array, for_encode
+from vortex_io.encodings._primitive import primitive_array
+from vortex_io.encodings._rle import RLEMeta, rle_encode
+from vortex_io.encodings._zigzag import zigzag_array, zigzag_encode
 
 from .vx_util import our_array_stream, serde, vx, vx_decode_to_arrow, vx_stream
 

@@ -36,9 +36,9 @@ from vortex_io._errors import LimitExceededError, MalformedStreamError, Unsuppor
 from vortex_io._ipc.framing import MessageDecoder
 from vortex_io._ipc.schema import MessageType
 from vortex_io._proto import ProtoWriter
-from vortex_io.encodings.datetimeparts import datetimeparts_encode
-from vortex_io.encodings.decimal_byte_parts import decimal_byte_parts_encode
-from vortex_io.encodings.fsst import (
+from vortex_io.encodings._datetimeparts import datetimeparts_encode
+from vortex_io.encodings._decimal_byte_parts import decimal_byte_parts_encode
+from vortex_io.encodings._fsst import (
     SymbolTable,
     fsst_compress,
     fsst_decompress,
@@ -46,9 +46,9 @@ from vortex_io.encodings.fsst import (
     fsst_train,
     string_parts,
 )
-from vortex_io.encodings.onpair import onpair_decompress, onpair_encode
-from vortex_io.encodings.primitive import primitive_array
-from vortex_io.encodings.zstd import zstd_encode
+from vortex_io.encodings._onpair import onpair_decompress, onpair_encode
+from vortex_io.encodings._primitive import primitive_array
+from vortex_io.encodings._zstd import zstd_encode
 
 from .vx_util import our_array_stream, vx_decode_to_arrow, vx_stream
 
@@ -353,7 +353,7 @@ def test_fsst_lengths_that_would_overflow_are_refused():
 
 
 def test_fsst_legacy_two_buffer_form():
-    from vortex_io.encodings.varbin import varbin_array
+    from vortex_io.encodings._varbin import varbin_array
 
     codes = varbin_array(dt.Binary(False), primitive_array(np.array([0, 2, 3], np.int32)),
                          np.array([0, 1, 1], np.uint8))

@@ -34,16 +34,16 @@ from vortex_io._array import Array
 from vortex_io._errors import LimitExceededError, MalformedStreamError, VortexIPCError
 from vortex_io._ipc.framing import MessageDecoder
 from vortex_io._ipc.schema import MessageType
-from vortex_io.encodings.alp import ALPMeta, alp_array, alp_encode
-from vortex_io.encodings.alprd import ALPRDMeta, alprd_encode
-from vortex_io.encodings.bool_ import bool_array
-from vortex_io.encodings.bytebool import bytebool_array, bytebool_encode
-from vortex_io.encodings.dict_ import DictMeta, dict_array, dict_codes_and_values, dict_encode
-from vortex_io.encodings.patches import PatchesMeta
-from vortex_io.encodings.primitive import primitive_array
-from vortex_io.encodings.runend import RunEndMeta, runend_array, runend_encode, runend_ends_values
-from vortex_io.encodings.sequence import SequenceMeta, sequence_encode
-from vortex_io.encodings.sparse import sparse_array, sparse_encode
+from vortex_io.encodings._alp import ALPMeta, alp_array, alp_encode
+from vortex_io.encodings._alprd import ALPRDMeta, alprd_encode
+from vortex_io.encodings._bool import bool_array
+from vortex_io.encodings._bytebool import bytebool_array, bytebool_encode
+from vortex_io.encodings._dict import DictMeta, dict_array, dict_codes_and_values, dict_encode
+from vortex_io.encodings._patches import PatchesMeta
+from vortex_io.encodings._primitive import primitive_array
+from vortex_io.encodings._runend import RunEndMeta, runend_array, runend_encode, runend_ends_values
+from vortex_io.encodings._sequence import SequenceMeta, sequence_encode
+from vortex_io.encodings._sparse import sparse_array, sparse_encode
 
 from .vx_util import our_array_stream, vx_decode_to_arrow, vx_stream
 
@@ -358,7 +358,7 @@ def test_sequence_nullable_dtype_and_ext():
     a = vio.array(ts)
     enc = sequence_encode(a.children[0])
     assert enc is not None and enc.dtype.nullable
-    from vortex_io.encodings.ext import ext_array
+    from vortex_io.encodings._ext import ext_array
 
     check_both_ways(ext_array(a.dtype, enc), ts)
 

@@ -32,7 +32,7 @@ from vortex_io._ipc.schema import (
     encode_message_header,
 )
 from vortex_io._scalar import value_from_proto
-from vortex_io.encodings.chunked import chunked_array
+from vortex_io.encodings._chunked import chunked_array
 
 U32 = struct.Struct("<I")
 

@@ -103,7 +103,7 @@ def test_metadata_cache_hits_and_is_bounded(streams, monkeypatch, reference_path
     # the metadata cache belongs to the Python decoder; the native core parses natively
     monkeypatch.setattr(array_mod, "_META_CACHE", {})
     calls = []
-    from vortex_io.encodings.bitpacked import BitPackedEncoding
+    from vortex_io.encodings._bitpacked import BitPackedEncoding
 
     orig = BitPackedEncoding.parse_metadata
 
@@ -136,7 +136,7 @@ def test_mutable_metadata_is_not_cached():
             return (1, 1)
 
         def canonicalize(self, arr):
-            from vortex_io.encodings.primitive import primitive_array
+            from vortex_io.encodings._primitive import primitive_array
 
             return primitive_array(arr.buffers[0].view(np.int64).copy())
 
@@ -183,7 +183,7 @@ def _fsst_case(rng: np.random.Generator, nsym: int, ncodes: int, esc_rate: float
 @pytest.mark.parametrize("block", [7, 64, 1 << 16])
 @pytest.mark.parametrize("nsym,esc_rate", [(0, 1.0), (1, 0.0), (37, 0.05), (255, 0.3)])
 def test_fsst_decompress_matches_a_loop(monkeypatch, block, nsym, esc_rate):
-    from vortex_io.encodings import fsst
+    from vortex_io.encodings import _fsst as fsst
 
     monkeypatch.setattr(fsst, "DECODE_BLOCK", block)
     rng = np.random.default_rng(nsym * 1000 + block)
@@ -200,7 +200,7 @@ def test_fsst_decompress_matches_a_loop(monkeypatch, block, nsym, esc_rate):
 
 
 def test_fsst_decompress_rejects_bad_codes():
-    from vortex_io.encodings import fsst
+    from vortex_io.encodings import _fsst as fsst
 
     words = np.array([0x6261], dtype=np.uint64)  # "ab"
     lens = np.array([2], dtype=np.uint8)
@@ -220,9 +220,9 @@ def test_fsst_decompress_rejects_bad_codes():
 @pytest.mark.parametrize("ptype", ["u8", "i16", "u32", "i64"])
 @pytest.mark.parametrize("n", [1, 1000, 3 * 1024, 70 * 1024 + 5])
 def test_delta_row_grid_path_matches_generic(ptype, n):
-    from vortex_io.encodings.bitpacked import bitpack
-    from vortex_io.encodings.delta import delta_array
-    from vortex_io.encodings.primitive import primitive_array
+    from vortex_io.encodings._bitpacked import bitpack
+    from vortex_io.encodings._delta import delta_array
+    from vortex_io.encodings._primitive import primitive_array
 
     rng = np.random.default_rng(n)
     npd = {"u8": np.uint8, "i16": np.int16, "u32": np.uint32, "i64": np.int64}[ptype]
@@ -230,7 +230,7 @@ def test_delta_row_grid_path_matches_generic(ptype, n):
     steps[rng.random(n) < 0.01] = np.iinfo(npd).max // 3  # big jumps: patches
     steps[n // 2] = np.iinfo(npd).max // 3
     vals = np.cumsum(steps, dtype=npd)
-    d = vio.encodings.delta.delta_encode(primitive_array(vals), bitpack=False)
+    d = vio.encodings._delta.delta_encode(primitive_array(vals), bitpack=False)
     bases, deltas = d.children[0], d.children[1]
     packed = bitpack(deltas, 2)  # narrow on purpose: every big jump is a patch
     if n > 1:  # (one row: its value is the lane's base, its delta 0)
@@ -353,9 +353,9 @@ def test_threaded_read_raises_vortex_errors(streams):
 @pytest.mark.parametrize("binary", [False, True])
 def test_fixed_width_dict_strings_match_arrow_take(w, nulls, binary):
     from vortex_io._arrow import from_arrow
-    from vortex_io.encodings.bool_ import bool_array
-    from vortex_io.encodings.dict_ import _fixed_width_take, dict_array
-    from vortex_io.encodings.primitive import primitive_array
+    from vortex_io.encodings._bool import bool_array
+    from vortex_io.encodings._dict import _fixed_width_take, dict_array
+    from vortex_io.encodings._primitive import primitive_array
 
     rng = np.random.default_rng(w * 10 + len(nulls))
     words = ["".join(chr(97 + int(c)) for c in rng.integers(0, 26, w)) for _ in range(7)]
@@ -386,8 +386,8 @@ def test_fixed_width_dict_strings_match_arrow_take(w, nulls, binary):
 
 @pytest.mark.parametrize("secs,subs", [(0, 0), (3600, 0), (59, 999), (None, 7)])
 def test_datetimeparts_constant_parts_match_arrays(secs, subs):
-    from vortex_io.encodings.constant import constant_array
-    from vortex_io.encodings.datetimeparts import datetimeparts_encode
+    from vortex_io.encodings._constant import constant_array
+    from vortex_io.encodings._datetimeparts import datetimeparts_encode
 
     rng = np.random.default_rng(11)
     n = 3000
@@ -406,7 +406,7 @@ def test_datetimeparts_constant_parts_match_arrays(secs, subs):
 
 
 def test_numeric_constant_canonicalizes_like_arrow():
-    from vortex_io.encodings.constant import constant_array
+    from vortex_io.encodings._constant import constant_array
 
     for d, v in [(vio.dtype.int64(), -5), (vio.dtype.uint64(True), 2**64 - 1),
                  (vio.dtype.float16(), 1.5), (vio.dtype.float32(), -0.0),
@@ -427,11 +427,11 @@ def test_numeric_constant_canonicalizes_like_arrow():
 def test_delta_over_zigzag_or_for_bitpacked_matches_generic(inner, ptype):
     """Deltas as zigzag(bit-packed) or FoR(bit-packed) unpack into the row grid with the
     transform applied in place; the result equals the generic decode."""
-    from vortex_io.encodings.bitpacked import bitpack
-    from vortex_io.encodings.delta import delta_array, delta_encode
-    from vortex_io.encodings.for_ import for_array
-    from vortex_io.encodings.primitive import primitive_array
-    from vortex_io.encodings.zigzag import zigzag_encode
+    from vortex_io.encodings._bitpacked import bitpack
+    from vortex_io.encodings._delta import delta_array, delta_encode
+    from vortex_io.encodings._for import for_array
+    from vortex_io.encodings._primitive import primitive_array
+    from vortex_io.encodings._zigzag import zigzag_encode
 
     rng = np.random.default_rng(7)
     n = 9 * 1024 + 17
@@ -445,7 +445,7 @@ def test_delta_over_zigzag_or_for_bitpacked_matches_generic(inner, ptype):
         shifted = (deltas.to_numpy().astype(np.int64) - ref).astype(ptype)
         dchild = for_array(bitpack(primitive_array(shifted), 4), ref, deltas.dtype)
     assert dchild.children[0].encoding == "fastlanes.bitpacked"
-    from vortex_io.encodings.delta import _row_grid
+    from vortex_io.encodings._delta import _row_grid
 
     assert _row_grid(dchild, np.dtype(ptype).itemsize * 8) is not None  # the grid path applies
     fast = delta_array(bases, dchild, 0, n, plain.dtype)

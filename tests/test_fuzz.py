@@ -251,7 +251,7 @@ def test_regression_empty_constant_of_a_list_type():
     raised ``pyarrow.ArrowInvalid`` from ``pa.repeat`` in ``to_arrow()``."""
     from tests.vx_util import our_array_stream
     from vortex_io import dtype as dt
-    from vortex_io.encodings.constant import constant_array
+    from vortex_io.encodings._constant import constant_array
 
     for d, v, py in [(dt.List(dt.int32()), [1, 2], [1, 2]),
                      (dt.FixedSizeList(dt.int8(), 2), [3, 4], [3, 4]),

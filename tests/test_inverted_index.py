@@ -17,9 +17,9 @@ import vortex_io as vio
 from vortex_io import compute
 from vortex_io._array import Array
 from vortex_io._proto import ProtoWriter
-from vortex_io.encodings.bool_ import bool_array
+from vortex_io.encodings._bool import bool_array
+from vortex_io.encodings._primitive import primitive_array
 from vortex_io.encodings.inverted_index import InvertedIndex
-from vortex_io.encodings.primitive import primitive_array
 from vortex_io.expr import col
 
 from .vx_util import our_array_stream

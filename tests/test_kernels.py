@@ -27,7 +27,7 @@ import vortex_io as vio
 from vortex_io import compute
 from vortex_io import dtype as dt
 from vortex_io._array import DECODE_METER
-from vortex_io.compute.kernels import (
+from vortex_io.compute._kernels import (
     compare_mask,
     compare_storage,
     is_in_mask,
@@ -36,22 +36,22 @@ from vortex_io.compute.kernels import (
     take_arrow,
     take_values,
 )
-from vortex_io.encodings.alp import alp_array, alp_encode
-from vortex_io.encodings.alprd import alprd_encode
-from vortex_io.encodings.bitpacked import bitpack
-from vortex_io.encodings.chunked import chunked_array
-from vortex_io.encodings.constant import constant_array
-from vortex_io.encodings.datetimeparts import datetimeparts_encode
-from vortex_io.encodings.decimal_byte_parts import decimal_byte_parts_encode
-from vortex_io.encodings.delta import delta_encode
-from vortex_io.encodings.dict_ import dict_array, dict_encode
-from vortex_io.encodings.ext import ext_array
-from vortex_io.encodings.for_ import for_encode
-from vortex_io.encodings.fsst import fsst_encode
-from vortex_io.encodings.primitive import primitive_array
-from vortex_io.encodings.runend import runend_encode
-from vortex_io.encodings.sequence import sequence_array, sequence_encode
-from vortex_io.encodings.sparse import sparse_encode
+from vortex_io.encodings._alp import alp_array, alp_encode
+from vortex_io.encodings._alprd import alprd_encode
+from vortex_io.encodings._bitpacked import bitpack
+from vortex_io.encodings._chunked import chunked_array
+from vortex_io.encodings._constant import constant_array
+from vortex_io.encodings._datetimeparts import datetimeparts_encode
+from vortex_io.encodings._decimal_byte_parts import decimal_byte_parts_encode
+from vortex_io.encodings._delta import delta_encode
+from vortex_io.encodings._dict import dict_array, dict_encode
+from vortex_io.encodings._ext import ext_array
+from vortex_io.encodings._for import for_encode
+from vortex_io.encodings._fsst import fsst_encode
+from vortex_io.encodings._primitive import primitive_array
+from vortex_io.encodings._runend import runend_encode
+from vortex_io.encodings._sequence import sequence_array, sequence_encode
+from vortex_io.encodings._sparse import sparse_encode
 
 OPS = ("eq", "neq", "lt", "lte", "gt", "gte")
 PC = {"eq": "equal", "neq": "not_equal", "lt": "less", "lte": "less_equal", "gt": "greater",
@@ -555,7 +555,7 @@ def test_fast_paths_answer_without_falling_back():
         (constant_array(3, n, dt.Primitive(dt.PType.I8)), 3, "eq"),
     ]
     for arr, lit, op in cases:
-        res = arr.vtable.compare(arr, compute.kernels.coerce_literal(arr.dtype, lit), op)
+        res = arr.vtable.compare(arr, compute._kernels.coerce_literal(arr.dtype, lit), op)
         assert res is not NotImplemented, arr.encoding
         assert isinstance(res[0], np.ndarray) and len(res[0]) == n
         assert arr.vtable.take(arr, np.array([4, 2, 2])) is not NotImplemented, arr.encoding
@@ -613,7 +613,7 @@ def test_selective_scan_decodes_few_bytes():
 def test_malformed_nodes_raise_vortex_errors():
     """Kernels validate what they read: bad codes or offsets raise MalformedStreamError,
     never IndexError."""
-    from vortex_io.encodings.fsst import FSST
+    from vortex_io.encodings._fsst import FSST
 
     values = vio.array(pa.array(["a", "b"]))
     bad = dict_array(primitive_array(np.array([0, 1, 7], dtype=np.uint8)), values)

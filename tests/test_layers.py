@@ -39,7 +39,7 @@ OWN_ENGINES = {
     "integrations.ray_data": {"ray", "pandas"},
     "integrations.dask_dataframe": {"dask", "pandas"},
 }
-ADAPTER_MAY_USE = {"", "_scan", "expr", "compute.expr", "compute", "_errors", "dtype", "_arrow", "_ipc",
+ADAPTER_MAY_USE = {"", "_scan", "expr", "compute._expr", "compute", "_errors", "dtype", "_arrow", "_ipc",
                    "_limits", "_metadata", "_fs"}
 
 
@@ -61,7 +61,7 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
 
 def imports(path: Path) -> Iterator[tuple[int, str]]:
     """(line, imported module) for every import in a file; modules of the package are
-    given relative to it ("" for the package itself, "encodings.dict_"...), others by name."""
+    given relative to it ("" for the package itself, "encodings._dict"...), others by name."""
     mod = _module(path)
     pkg = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
     tree = ast.parse(path.read_text())
@@ -121,9 +121,9 @@ def _violations() -> list[str]:
             if _is(mod, "compute") and _is(t, "_ipc", "_scan", "_compress", "integrations", "cli"):
                 out.append(where + " (compute sits below readers, writers, scan and compressor)")
             if _is(mod, "_compress") and _is(t, "encodings") and t not in (
-                    "encodings._scheme", "encodings.struct_", "encodings.primitive"):
+                    "encodings._scheme", "encodings._struct", "encodings._primitive"):
                 out.append(where + " (the compressor reaches encodings through their schemes)")
-            if _is(mod, "_ipc") and _is(t, "encodings") and t != "encodings.chunked":
+            if _is(mod, "_ipc") and _is(t, "encodings") and t != "encodings._chunked":
                 out.append(where + " (ipc reaches encodings through the registry)")
             if not _is(mod, "integrations") and _is(t, "integrations") and not (
                     (mod == "" and t in ("integrations.polars_plugin", "integrations.duckdb_ext"))
@@ -148,7 +148,7 @@ def test_the_import_contract_holds():
 ])
 def test_a_forbidden_import_is_reported(tmp_path, monkeypatch, source, rule):
     """The checker itself: a planted import in an encoding module is caught."""
-    fake = PKG / "encodings" / "dict_.py"
+    fake = PKG / "encodings" / "_dict.py"
     real = fake.read_text()
     planted = tmp_path / "dict_.py"
     planted.write_text(real + "\n" + source)

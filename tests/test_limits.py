@@ -35,16 +35,16 @@ from fuzz.sandbox import Sandbox
 from tests.vx_util import our_array_stream, split_messages
 from vortex_io import dtype as dt
 from vortex_io._proto import ProtoWriter
-from vortex_io.encodings.bitpacked import bitpacked_array
-from vortex_io.encodings.constant import constant_array
-from vortex_io.encodings.dict_ import dict_array
-from vortex_io.encodings.for_ import for_array
-from vortex_io.encodings.fsst import fsst_encode
-from vortex_io.encodings.onpair import onpair_encode
-from vortex_io.encodings.runend import runend_array
-from vortex_io.encodings.sequence import sequence_array
-from vortex_io.encodings.sparse import sparse_array
-from vortex_io.encodings.struct_ import struct_array
+from vortex_io.encodings._bitpacked import bitpacked_array
+from vortex_io.encodings._constant import constant_array
+from vortex_io.encodings._dict import dict_array
+from vortex_io.encodings._for import for_array
+from vortex_io.encodings._fsst import fsst_encode
+from vortex_io.encodings._onpair import onpair_encode
+from vortex_io.encodings._runend import runend_array
+from vortex_io.encodings._sequence import sequence_array
+from vortex_io.encodings._sparse import sparse_array
+from vortex_io.encodings._struct import struct_array
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FOUR_BILLION = 4_000_000_000

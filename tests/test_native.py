@@ -17,12 +17,12 @@ from tests.native_util import NATIVE, assert_same, identical, outcome, stream_of
 from tests.strategies import tables
 from vortex_io import _native_glue as ng
 from vortex_io import dtype as dt
-from vortex_io.encodings.bitpacked import bitpack
-from vortex_io.encodings.bool_ import bool_array
-from vortex_io.encodings.constant import constant_array
-from vortex_io.encodings.dict_ import dict_encode
-from vortex_io.encodings.for_ import for_encode
-from vortex_io.encodings.primitive import primitive_array
+from vortex_io.encodings._bitpacked import bitpack
+from vortex_io.encodings._bool import bool_array
+from vortex_io.encodings._constant import constant_array
+from vortex_io.encodings._dict import dict_encode
+from vortex_io.encodings._for import for_encode
+from vortex_io.encodings._primitive import primitive_array
 
 pytestmark = pytest.mark.skipif(not NATIVE, reason="the native core is off (VORTEX_IO_NATIVE=0)")
 

@@ -27,15 +27,15 @@ from vortex_io import _native_glue as ng
 from vortex_io import dtype as dt
 from vortex_io._array import Array
 from vortex_io._limits import ReaderLimits
-from vortex_io.compute import kernels as K
-from vortex_io.compute.numeric import validity as py_validity
-from vortex_io.encodings.alp import ALP, ALPMeta, alp_array, alp_encode
-from vortex_io.encodings.alprd import ALPRD, ALPRDMeta, alprd_array, alprd_encode
-from vortex_io.encodings.bitpacked import bitpack
-from vortex_io.encodings.bool_ import bool_array
-from vortex_io.encodings.for_ import for_encode
-from vortex_io.encodings.patches import PatchesMeta, make_patches
-from vortex_io.encodings.primitive import primitive_array, primitive_values
+from vortex_io.compute import _kernels as K
+from vortex_io.compute._numeric import validity as py_validity
+from vortex_io.encodings._alp import ALP, ALPMeta, alp_array, alp_encode
+from vortex_io.encodings._alprd import ALPRD, ALPRDMeta, alprd_array, alprd_encode
+from vortex_io.encodings._bitpacked import bitpack
+from vortex_io.encodings._bool import bool_array
+from vortex_io.encodings._for import for_encode
+from vortex_io.encodings._patches import PatchesMeta, make_patches
+from vortex_io.encodings._primitive import primitive_array, primitive_values
 
 GOLDEN = Path(__file__).parent / "golden" / "values"
 FLOATS = [np.float32, np.float64]
@@ -528,9 +528,9 @@ _BASELINE_SCRIPT = """
 import numpy as np
 from tests.native_util import assert_same, stream_of
 from tests.test_native_floats import _nullable, _parts, _prices
-from vortex_io.encodings.alp import alp_array, alp_encode
-from vortex_io.encodings.alprd import alprd_encode
-from vortex_io.encodings.primitive import primitive_array
+from vortex_io.encodings._alp import alp_array, alp_encode
+from vortex_io.encodings._alprd import alprd_encode
+from vortex_io.encodings._primitive import primitive_array
 rng = np.random.default_rng(10)
 for t in (np.float32, np.float64):
     v = _prices(rng, t, 3001, specials=30)

@@ -23,16 +23,16 @@ from vortex_io._arrow import dtype_to_arrow
 from vortex_io._ipc.framing import MessageDecoder
 from vortex_io._limits import ReaderLimits
 from vortex_io._proto import ProtoWriter
-from vortex_io.compute.kernels import compare_storage, is_in_storage, is_null_result, take
-from vortex_io.compute.numeric import validity
-from vortex_io.encodings.bool_ import bool_array
-from vortex_io.encodings.bytebool import bytebool_array
-from vortex_io.encodings.chunked import chunked_array
-from vortex_io.encodings.constant import constant_array
-from vortex_io.encodings.datetimeparts import DATETIMEPARTS, datetimeparts_encode
-from vortex_io.encodings.decimal_byte_parts import decimal_byte_parts_encode
-from vortex_io.encodings.masked import MASKED
-from vortex_io.encodings.primitive import primitive_array
+from vortex_io.compute._kernels import compare_storage, is_in_storage, is_null_result, take
+from vortex_io.compute._numeric import validity
+from vortex_io.encodings._bool import bool_array
+from vortex_io.encodings._bytebool import bytebool_array
+from vortex_io.encodings._chunked import chunked_array
+from vortex_io.encodings._constant import constant_array
+from vortex_io.encodings._datetimeparts import DATETIMEPARTS, datetimeparts_encode
+from vortex_io.encodings._decimal_byte_parts import decimal_byte_parts_encode
+from vortex_io.encodings._masked import MASKED
+from vortex_io.encodings._primitive import primitive_array
 
 pytestmark = pytest.mark.skipif(not NATIVE, reason="the native core is off (VORTEX_IO_NATIVE=0)")
 

@@ -21,18 +21,18 @@ from vortex_io._array import Array
 from vortex_io._errors import LimitExceededError, MalformedStreamError
 from vortex_io._limits import ReaderLimits
 from vortex_io._proto import ProtoWriter
-from vortex_io.encodings.bitpacked import bitpack
-from vortex_io.encodings.bool_ import bool_array
-from vortex_io.encodings.constant import constant_array
-from vortex_io.encodings.delta import DeltaMeta, delta_array, delta_encode
-from vortex_io.encodings.dict_ import dict_encode
-from vortex_io.encodings.for_ import for_encode
-from vortex_io.encodings.primitive import primitive_array, primitive_values
-from vortex_io.encodings.rle import RLEMeta, rle_encode
-from vortex_io.encodings.runend import RunEndMeta, runend_array, runend_encode
-from vortex_io.encodings.sequence import sequence_array, sequence_encode
-from vortex_io.encodings.sparse import sparse_array, sparse_encode
-from vortex_io.encodings.zigzag import zigzag_array, zigzag_encode
+from vortex_io.encodings._bitpacked import bitpack
+from vortex_io.encodings._bool import bool_array
+from vortex_io.encodings._constant import constant_array
+from vortex_io.encodings._delta import DeltaMeta, delta_array, delta_encode
+from vortex_io.encodings._dict import dict_encode
+from vortex_io.encodings._for import for_encode
+from vortex_io.encodings._primitive import primitive_array, primitive_values
+from vortex_io.encodings._rle import RLEMeta, rle_encode
+from vortex_io.encodings._runend import RunEndMeta, runend_array, runend_encode
+from vortex_io.encodings._sequence import sequence_array, sequence_encode
+from vortex_io.encodings._sparse import sparse_array, sparse_encode
+from vortex_io.encodings._zigzag import zigzag_array, zigzag_encode
 
 INTS = ["u1", "u2", "u4", "u8", "i1", "i2", "i4", "i8"]
 SIGNED = ["i1", "i2", "i4", "i8"]
@@ -370,7 +370,7 @@ def test_sparse_tiny_and_offsets():
 
 
 def _sparse_meta(n: int, offset: int = 0, p: dt.PType = dt.PType.U8) -> bytes:
-    from vortex_io.encodings.patches import PatchesMeta
+    from vortex_io.encodings._patches import PatchesMeta
 
     return ProtoWriter().message(1, PatchesMeta(n, offset, p).encode()).finish()
 

@@ -23,17 +23,17 @@ from vortex_io import dtype as dt
 from vortex_io._array import Array
 from vortex_io._arrow import dtype_from_arrow
 from vortex_io._proto import ProtoWriter
-from vortex_io.encodings.bool_ import bool_array
-from vortex_io.encodings.bytebool import bytebool_array, bytebool_encode
-from vortex_io.encodings.chunked import CHUNKED, chunked_array
-from vortex_io.encodings.constant import constant_array
-from vortex_io.encodings.datetimeparts import DATETIMEPARTS, datetimeparts_encode
-from vortex_io.encodings.decimal_byte_parts import DECIMAL_BYTE_PARTS, decimal_byte_parts_encode
-from vortex_io.encodings.fixed_size_list import fixed_size_list_array
-from vortex_io.encodings.list_ import list_array
-from vortex_io.encodings.listview import listview_array
-from vortex_io.encodings.masked import MASKED
-from vortex_io.encodings.primitive import primitive_array
+from vortex_io.encodings._bool import bool_array
+from vortex_io.encodings._bytebool import bytebool_array, bytebool_encode
+from vortex_io.encodings._chunked import CHUNKED, chunked_array
+from vortex_io.encodings._constant import constant_array
+from vortex_io.encodings._datetimeparts import DATETIMEPARTS, datetimeparts_encode
+from vortex_io.encodings._decimal_byte_parts import DECIMAL_BYTE_PARTS, decimal_byte_parts_encode
+from vortex_io.encodings._fixed_size_list import fixed_size_list_array
+from vortex_io.encodings._list import list_array
+from vortex_io.encodings._listview import listview_array
+from vortex_io.encodings._masked import MASKED
+from vortex_io.encodings._primitive import primitive_array
 
 # the vortex-data streams are read both ways with or without the native core; only the
 # strict native comparison needs it
@@ -232,7 +232,7 @@ def test_bytebool(nulls):
 
 
 def test_bytebool_corrupt():
-    from vortex_io.encodings.bytebool import BYTEBOOL
+    from vortex_io.encodings._bytebool import BYTEBOOL
 
     buf = np.ones(10, dtype=np.uint8)
     for bad in (Array(BYTEBOOL, dt.Bool(), 11, buffers=[buf]),
@@ -426,7 +426,7 @@ def test_list_corrupt():
     meta = ProtoWriter().varint(1, 10).varint(2, int(dt.PType.I32)).finish()
 
     def lst(offsets, meta=meta, kids=None, dtype=d):
-        from vortex_io.encodings.list_ import LIST
+        from vortex_io.encodings._list import LIST
         return Array(LIST, dtype, 3, metadata=meta,
                      children=kids if kids is not None else [elems, offsets])
 
@@ -549,7 +549,7 @@ def test_list_constants(value, d):
     _same(*arrays)
     # as a struct field
     sd = dt.Struct(["c"], [d], False)
-    from vortex_io.encodings.struct_ import struct_array
+    from vortex_io.encodings._struct import struct_array
 
     _same(struct_array(sd, 10, [constant_array(value, 10, d)]))
 
@@ -592,7 +592,7 @@ def test_reference_reads_these_streams():
 def test_chunked_python_only_children():
     """Chunks or chunk offsets in an encoding only Python knows: the column goes back to
     Python (not strict), with the same result."""
-    from vortex_io.encodings.sequence import sequence_array
+    from vortex_io.encodings._sequence import sequence_array
 
     a = vio.array(pa.array([1, 2, None, 4, 5]))
     seq_offs = sequence_array(0, 5, 2, dt.uint64())
@@ -623,7 +623,7 @@ def _mutation_base() -> bytes:
     bb = bytebool_encode(pa.array(rng.random(n) > 0.5))
     names = ["t", "d", "l", "v", "f", "b"]
     kids = [ts, dec, lst, lv, fsl, bb]
-    from vortex_io.encodings.struct_ import struct_array
+    from vortex_io.encodings._struct import struct_array
 
     d = dt.Struct(names, [k.dtype for k in kids], False)
     whole = struct_array(d, n, kids)

@@ -15,7 +15,7 @@ import pytest
 from tests.native_util import NATIVE, assert_same
 from tests.vx_util import our_array_stream
 from vortex_io import dtype as dt
-from vortex_io.encodings.constant import constant_array
+from vortex_io.encodings._constant import constant_array
 
 pytestmark = pytest.mark.skipif(not NATIVE, reason="the native core is off (VORTEX_IO_NATIVE=0)")
 

@@ -128,15 +128,15 @@ def _hooks_message(rng, n, day0):
 
     from vortex_io import dtype as dt
     from vortex_io._array import Array
-    from vortex_io.encodings.bool_ import bool_array
-    from vortex_io.encodings.bytebool import bytebool_array
-    from vortex_io.encodings.chunked import chunked_array
-    from vortex_io.encodings.constant import constant_array
-    from vortex_io.encodings.datetimeparts import datetimeparts_encode
-    from vortex_io.encodings.decimal_byte_parts import decimal_byte_parts_encode
-    from vortex_io.encodings.masked import MASKED
-    from vortex_io.encodings.primitive import primitive_array
-    from vortex_io.encodings.struct_ import struct_array
+    from vortex_io.encodings._bool import bool_array
+    from vortex_io.encodings._bytebool import bytebool_array
+    from vortex_io.encodings._chunked import chunked_array
+    from vortex_io.encodings._constant import constant_array
+    from vortex_io.encodings._datetimeparts import datetimeparts_encode
+    from vortex_io.encodings._decimal_byte_parts import decimal_byte_parts_encode
+    from vortex_io.encodings._masked import MASKED
+    from vortex_io.encodings._primitive import primitive_array
+    from vortex_io.encodings._struct import struct_array
 
     day = 86_400 * 10**6
     ts = pa.array(day0 * day + rng.integers(0, 5 * day, n), type=pa.timestamp("us", "UTC"),
@@ -169,7 +169,7 @@ def _hooks_message(rng, n, day0):
 
 def _hooks_stream(chunked_root: bool = False):
     from tests.native_util import stream_of
-    from vortex_io.encodings.chunked import chunked_array
+    from vortex_io.encodings._chunked import chunked_array
 
     rng = np.random.default_rng(11)
     msgs = [_hooks_message(rng, 400, k * 3) for k in range(4)]

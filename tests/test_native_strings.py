@@ -23,14 +23,14 @@ from vortex_io._errors import VortexIPCError
 from vortex_io._ipc.framing import MessageDecoder
 from vortex_io._limits import ReaderLimits
 from vortex_io._proto import ProtoWriter
-from vortex_io.compute import kernels as K
-from vortex_io.compute.numeric import validity as py_validity
-from vortex_io.encodings.bool_ import bool_array
-from vortex_io.encodings.dict_ import dict_array, dict_encode
-from vortex_io.encodings.fsst import FSST, SymbolTable, fsst_encode
-from vortex_io.encodings.onpair import ONPAIR, onpair_encode
-from vortex_io.encodings.primitive import primitive_array
-from vortex_io.encodings.varbin import varbin_array
+from vortex_io.compute import _kernels as K
+from vortex_io.compute._numeric import validity as py_validity
+from vortex_io.encodings._bool import bool_array
+from vortex_io.encodings._dict import dict_array, dict_encode
+from vortex_io.encodings._fsst import FSST, SymbolTable, fsst_encode
+from vortex_io.encodings._onpair import ONPAIR, onpair_encode
+from vortex_io.encodings._primitive import primitive_array
+from vortex_io.encodings._varbin import varbin_array
 
 WORDS = ["hello world", "", "a", "hello there", "the quick brown fox", "wörld ünïcode ✓",
          "x" * 300, "http://example.com/path?q=1", "AAPL", "MSFT", "\x00\xff"]

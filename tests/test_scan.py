@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import vortex_io as vio
-from vortex_io.compute.expr import And, Column, Compare, IsIn, IsNull, Literal, Not, Or
+from vortex_io.compute._expr import And, Column, Compare, IsIn, IsNull, Literal, Not, Or
 from vortex_io.expr import col
 
 TS = pa.timestamp("us", "UTC")

@@ -585,7 +585,7 @@ class Encoding:
         straight to numpy: ``(values, validity mask or None)`` with the values in the
         dtype's numpy type (possibly read-only); or NotImplemented. Where ``take`` keeps
         the encoding (for later kernels), this is the path to output: no node is built
-        per level (see ``vortex_io.compute.kernels.take_values``)."""
+        per level (see ``vortex_io.compute._kernels.take_values``)."""
         return NotImplemented
 
     def validity(self, arr: Array) -> Any:

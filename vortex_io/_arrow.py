@@ -207,8 +207,8 @@ def _bits_at_zero(buf: pa.Buffer | None, off: int, n: int) -> np.ndarray:
 
 
 def _validity(a: pa.Array, d: dt.DType) -> Array | None:
-    from .encodings.bool_ import bool_array_from_bits
-    from .encodings.constant import constant_array
+    from .encodings._bool import bool_array_from_bits
+    from .encodings._constant import constant_array
 
     n = len(a)
     nulls = a.null_count
@@ -227,7 +227,7 @@ def from_arrow(obj: Any, dtype: dt.DType | None = None) -> Array:
     ``dtype`` overrides the inferred dtype (to choose nullability, say); it must describe
     the same values. Tables and record batches become non-nullable struct arrays.
     """
-    from .encodings.chunked import chunked_array
+    from .encodings._chunked import chunked_array
 
     if isinstance(obj, pa.Table):
         d = dtype if dtype is not None else dtype_from_arrow(obj.schema)
@@ -243,7 +243,7 @@ def from_arrow(obj: Any, dtype: dt.DType | None = None) -> Array:
 
 
 def _from_batch(b: pa.RecordBatch, d: dt.DType) -> Array:
-    from .encodings.struct_ import struct_array
+    from .encodings._struct import struct_array
 
     if not isinstance(d, dt.Struct) or len(d.dtypes) != b.num_columns:
         raise ValueError(f"record batch with {b.num_columns} columns does not match {d!r}")
@@ -252,17 +252,17 @@ def _from_batch(b: pa.RecordBatch, d: dt.DType) -> Array:
 
 
 def _from_array(a: pa.Array, d: dt.DType) -> Array:
-    from .encodings.bool_ import bool_array_from_bits
-    from .encodings.decimal import decimal_array
-    from .encodings.ext import ext_array
-    from .encodings.fixed_size_list import fixed_size_list_array
-    from .encodings.list_ import list_array
-    from .encodings.listview import listview_array
-    from .encodings.null import null_array
-    from .encodings.primitive import primitive_array
-    from .encodings.struct_ import struct_array
-    from .encodings.varbin import varbin_array
-    from .encodings.varbinview import varbinview_array
+    from .encodings._bool import bool_array_from_bits
+    from .encodings._decimal import decimal_array
+    from .encodings._ext import ext_array
+    from .encodings._fixed_size_list import fixed_size_list_array
+    from .encodings._list import list_array
+    from .encodings._listview import listview_array
+    from .encodings._null import null_array
+    from .encodings._primitive import primitive_array
+    from .encodings._struct import struct_array
+    from .encodings._varbin import varbin_array
+    from .encodings._varbinview import varbinview_array
 
     t = a.type
     n = len(a)

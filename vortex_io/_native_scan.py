@@ -1,10 +1,10 @@
 """Lowering a filter expression into the native core's predicate (``native/src/scan.h``).
 
 Literals are coerced to each column's storage domain here, with the reference's rules
-(``vortex_io.compute.kernels.coerce_literal`` and its integer/decimal rewrites), so the
+(``vortex_io.compute._kernels.coerce_literal`` and its integer/decimal rewrites), so the
 native kernels see only what they can compare exactly: in-range integers, floats, bytes,
 bools. Every comparison also carries its literal as the pruning rules
-(``vortex_io.compute.evaluate.can_skip``) compare it with statistics. An expression with a
+(``vortex_io.compute._evaluate.can_skip``) compare it with statistics. An expression with a
 part the native core does not evaluate (a column compared with a column, a list column,
 a non-boolean literal) lowers to None and the scan runs in Python.
 
@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from . import dtype as dt
-from .compute.expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
-from .compute.kernels import coerce_literal, int_range_shortcut
-from .compute.numeric import decimal_unscaled
+from .compute._expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
+from .compute._kernels import coerce_literal, int_range_shortcut
+from .compute._numeric import decimal_unscaled
 
 __all__ = ["lower"]
 

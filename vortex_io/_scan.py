@@ -45,9 +45,9 @@ from ._ipc.reader import StreamReader
 from ._ipc.schema import MessageType, decode_message_header
 from ._limits import DEFAULT_LIMITS, ReaderLimits
 from ._native_scan import lower
-from .compute.evaluate import can_skip, check_expr, evaluate_mask
-from .compute.expr import And, Column, Compare, Expr, Literal
-from .compute.kernels import coerce_literal, mask_true, take_arrow
+from .compute._evaluate import can_skip, check_expr, evaluate_mask
+from .compute._expr import And, Column, Compare, Expr, Literal
+from .compute._kernels import coerce_literal, mask_true, take_arrow
 
 __all__ = ["scan", "read_table", "Scan", "ScanStats", "expand_sources", "MessageSpan",
            "MessageRange", "message_spans", "message_ranges"]

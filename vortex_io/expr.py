@@ -1,6 +1,6 @@
-"""Filter expressions (``vortex_io.expr.col("x") == 1``); see ``vortex_io.compute.expr``."""
+"""Filter expressions (``vortex_io.expr.col("x") == 1``); see ``vortex_io.compute._expr``."""
 
-from .compute.expr import (
+from .compute._expr import (
     And,
     Column,
     Compare,

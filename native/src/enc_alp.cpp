@@ -1,5 +1,5 @@
 // vortex.alp: Adaptive Lossless floating-Point, floats stored as scaled integers (mirrors
-// encodings/alp.py). Decoding is bit-exact with the reference: `F(enc) * F10[f] * IF10[e]`
+// encodings/_alp.py). Decoding is bit-exact with the reference: `F(enc) * F10[f] * IF10[e]`
 // evaluated left to right in the float type F, then the patches overwrite the exceptions.
 // The integer child (usually fastlanes.for over fastlanes.bitpacked, fused there) is
 // decoded and converted in one pass, in place when its buffer is ours alone.

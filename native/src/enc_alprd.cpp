@@ -1,5 +1,5 @@
 // vortex.alprd: ALP for "real doubles", floats split into a dictionary-coded left part and
-// a raw right part (mirrors encodings/alprd.py). `left = dict[code]`, patches replace the
+// a raw right part (mirrors encodings/_alprd.py). `left = dict[code]`, patches replace the
 // left bit pattern, `bits = (left << right_bit_width) | right`, reinterpreted as the float.
 // One pass over the rows, written into the right parts' buffer when it is ours alone.
 //

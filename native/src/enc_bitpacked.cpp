@@ -1,5 +1,5 @@
 // fastlanes.bitpacked: integers packed to B bits in the FastLanes 1024-value layout
-// (mirrors encodings/bitpacked.py; the layout kernels are in fastlanes.h).
+// (mirrors encodings/_bitpacked.py; the layout kernels are in fastlanes.h).
 #include "encodings.h"
 #include "fastlanes.h"
 #include "patches.h"

@@ -1,5 +1,5 @@
 // vortex.chunked: chunk offsets (u64, nchunks + 1) then the chunks (mirrors
-// encodings/chunked.py). The chunks' lengths come from the decoded offsets, so the node is
+// encodings/_chunked.py). The chunks' lengths come from the decoded offsets, so the node is
 // built by its own `build`; decoding joins the chunks' columns, and the kernels run chunk by
 // chunk.
 #include <algorithm>

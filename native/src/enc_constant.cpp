@@ -1,4 +1,4 @@
-// vortex.constant: one ScalarValue repeated (mirrors encodings/constant.py).
+// vortex.constant: one ScalarValue repeated (mirrors encodings/_constant.py).
 #include "enc_util.h"
 
 namespace vx {

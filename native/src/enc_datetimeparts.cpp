@@ -1,5 +1,5 @@
 // vortex.datetimeparts: timestamps split into days, seconds of the day and subseconds
-// (mirrors encodings/datetimeparts.py). Decodes to i64 `days * 86400 * D + seconds * D +
+// (mirrors encodings/_datetimeparts.py). Decodes to i64 `days * 86400 * D + seconds * D +
 // subseconds` in wrapping arithmetic (D ticks per second); comparisons are answered from the
 // days part and the parts' bounds, reading the other parts only near the literal's day.
 #include <algorithm>

@@ -1,5 +1,5 @@
 // vortex.decimal_byte_parts: decimals whose unscaled values fit a signed integer child, the
-// msp (mirrors encodings/decimal_byte_parts.py). Decodes by sign-extending the msp to the
+// msp (mirrors encodings/_decimal_byte_parts.py). Decodes by sign-extending the msp to the
 // decimal's Arrow width; the kernels run on the msp (literals arrive as unscaled integers).
 #include "enc_util.h"
 

@@ -1,5 +1,5 @@
 // fastlanes.delta: the FastLanes transposed delta encoding of integers (mirrors
-// encodings/delta.py; the layout and kernels are in fastlanes.h). Bit-packed deltas (or a
+// encodings/_delta.py; the layout and kernels are in fastlanes.h). Bit-packed deltas (or a
 // FoR over them) unpack straight into the prefix sums, one pass per 1024-row chunk; other
 // deltas children are decoded first. Only the chunks the node covers are decoded (take: only
 // the chunks holding the rows).

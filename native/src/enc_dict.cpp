@@ -1,5 +1,5 @@
 // vortex.dict: integer codes into a dictionary of values of any dtype (mirrors
-// encodings/dict_.py). Predicates run on the values and map through the codes; decoding
+// encodings/_dict.py). Predicates run on the values and map through the codes; decoding
 // gathers the values (strings as 16-byte views when string_view output is asked for: no
 // string bytes are copied).
 #include <algorithm>

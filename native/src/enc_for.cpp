@@ -1,5 +1,5 @@
 // fastlanes.for: frame of reference, value = encoded + reference, wrapping in the type's
-// width (mirrors encodings/for_.py). Over bit-packing the addition is fused into the unpack.
+// width (mirrors encodings/_for.py). Over bit-packing the addition is fused into the unpack.
 #include "encodings.h"
 #include "enc_util.h"
 

@@ -1,5 +1,5 @@
 // vortex.fsst: strings compressed with a static table of up to 255 symbols of 1..8 bytes
-// (mirrors vortex_io/encodings/fsst.py: the same checks in the same order, so a malformed
+// (mirrors vortex_io/encodings/_fsst.py: the same checks in the same order, so a malformed
 // array fails with the same error class either way).
 //
 // Decoding is the standard FSST loop: every code emits its symbol as one unconditional

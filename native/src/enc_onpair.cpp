@@ -1,5 +1,5 @@
 // vortex.onpair: strings as sequences of codes into a dictionary of tokens of 1..16 bytes
-// (mirrors vortex_io/encodings/onpair.py: the same checks in the same order).
+// (mirrors vortex_io/encodings/_onpair.py: the same checks in the same order).
 //
 // Like the reference, the codes codes[co[0]:co[n]] are decoded as one stream, which must
 // decode to exactly the sum of the uncompressed lengths, and cut into rows by those

@@ -1,4 +1,4 @@
-// fastlanes.rle: run-length encoding within 1024-value chunks (mirrors encodings/rle.py).
+// fastlanes.rle: run-length encoding within 1024-value chunks (mirrors encodings/_rle.py).
 // Chunk c of the decoded values is values[o[c] - o[0] + indices[c * 1024 : (c + 1) * 1024]].
 #include "enc_ints.h"
 

@@ -1,5 +1,5 @@
 // vortex.runend: runs of equal values as run ends and one value per run, of any dtype
-// (mirrors encodings/runend.py). Predicates run once per run and expand; take finds each
+// (mirrors encodings/_runend.py). Predicates run once per run and expand; take finds each
 // row's run by binary search of the ends and takes only those runs' values.
 #include "enc_ints.h"
 

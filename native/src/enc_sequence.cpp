@@ -1,4 +1,4 @@
-// vortex.sequence: base + i * multiplier (mirrors encodings/sequence.py). Validated never to
+// vortex.sequence: base + i * multiplier (mirrors encodings/_sequence.py). Validated never to
 // overflow its type, so wrapping arithmetic in the type's width is exact; comparisons are
 // answered from the arithmetic (the rows where a comparison holds are one range).
 #include "enc_ints.h"

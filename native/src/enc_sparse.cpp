@@ -1,5 +1,5 @@
 // vortex.sparse: a fill value everywhere but at patched rows, of any dtype (mirrors
-// encodings/sparse.py). Predicates evaluate the fill once and the patch values on their
+// encodings/_sparse.py). Predicates evaluate the fill once and the patch values on their
 // own; take looks the rows up among the (sorted) patch positions.
 #include "enc_ints.h"
 #include "patches.h"

@@ -1,5 +1,5 @@
 // vortex.zigzag: signed integers stored as unsigned codes u = (x << 1) ^ (x >> (W - 1)),
-// decoded x = (u >> 1) ^ -(u & 1) (mirrors encodings/zigzag.py).
+// decoded x = (u >> 1) ^ -(u & 1) (mirrors encodings/_zigzag.py).
 #include "enc_ints.h"
 #include "fastlanes.h"
 

@@ -1,4 +1,4 @@
-// The FastLanes 1024-value layouts (see encodings/fastlanes_layout.py for the numpy
+// The FastLanes 1024-value layouts (see encodings/_fastlanes_layout.py for the numpy
 // reference and the layout itself).
 //
 // With T the unsigned type of W bits, LANES = 1024 / W and B the bit width, a chunk of 1024

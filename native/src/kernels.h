@@ -40,7 +40,7 @@ struct Mask {
 
 Mask mask_const(uint64_t n, bool value);
 Mask mask_null(uint64_t n);
-// every valid row gives `answer` (compute.numeric.broadcast)
+// every valid row gives `answer` (compute._numeric.broadcast)
 Mask mask_broadcast(uint64_t n, bool answer, const Buf& validity);
 // raw results and a validity (nulls forced to false)
 Mask with_validity(Buf vals, Buf validity, uint64_t n);
@@ -109,7 +109,7 @@ void decode_dictionary(const Node& n, const uint32_t* idx, size_t k, bool all, c
                        Ctx& c, Col& codes, Col& values);
 Buf take_bits(const uint8_t* bits, const uint32_t* idx, size_t k);
 
-// The integer comparison shortcut of compute.kernels._int_range_shortcut: a literal outside
+// The integer comparison shortcut of compute._kernels._int_range_shortcut: a literal outside
 // the type's range answers every row; returns true with `answer` set in that case.
 bool int_range_answer(PType p, i128 v, Op op, bool* answer);
 // bound_answer: the answer of `x op lit` shared by every x in [lo, hi], if any

@@ -1,5 +1,5 @@
 // Patches: exceptions overlaid on a decoded array (bitpacked, alp, alprd, sparse), the
-// native twin of encodings/patches.py.
+// native twin of encodings/_patches.py.
 #pragma once
 
 #include <optional>

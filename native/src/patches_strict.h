@@ -1,4 +1,4 @@
-// Strict patch positions (the twin of encodings/sparse.py strict_patch_positions), used by
+// Strict patch positions (the twin of encodings/_sparse.py strict_patch_positions), used by
 // vortex.alp and vortex.alprd: every patch must fall inside the node, and the indices must
 // be sorted (patch_positions in patches.h drops out-of-range ones instead, as bit-packing
 // does).

@@ -1,6 +1,6 @@
 // The scan's predicate: evaluated on the encoded columns of a message (SQL three-valued
-// logic, vortex_io.compute.evaluate) and used to prune messages by their statistics
-// (vortex_io.compute.evaluate.can_skip, rule for rule). Python lowers a filter expression
+// logic, vortex_io.compute._evaluate) and used to prune messages by their statistics
+// (vortex_io.compute._evaluate.can_skip, rule for rule). Python lowers a filter expression
 // into this tree (vortex_io/_native_scan.py), literals already coerced to each column's
 // storage domain.
 #pragma once

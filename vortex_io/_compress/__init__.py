@@ -76,7 +76,7 @@ def compress(array: Array, *, encodings: Mapping[str, Any] | None = None,
     >>> a.encoding in ("vortex.runend", "vortex.dict")
     True
     """
-    from ..encodings.struct_ import StructEncoding, struct_array
+    from ..encodings._struct import StructEncoding, struct_array
     from .stats import with_stats
 
     opts = options or CompressOptions()

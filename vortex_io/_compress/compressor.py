@@ -250,7 +250,7 @@ class _Compressor:
         return self._choose(a, depth, excl)
 
     def _struct(self, a: Array, depth: int) -> Array:
-        from ..encodings.struct_ import StructEncoding, struct_array
+        from ..encodings._struct import StructEncoding, struct_array
 
         d = cast(dt.Struct, a.dtype)  # (compress() checked it)
         validity, fields = StructEncoding.split(a)
@@ -359,7 +359,7 @@ def _kept_cost(f: Facts) -> float:
     validity compressed (see ``_Compressor._leave``)."""
     a = f.a
     if a.encoding == "vortex.varbin" and a.children:
-        from ..encodings.primitive import primitive_values
+        from ..encodings._primitive import primitive_values
 
         offsets, _ = primitive_values(a.children[0])
         return (sum(b.nbytes for b in a.buffers) + int_cost(offsets, compact=f.compact)
@@ -387,7 +387,7 @@ def compress_array(array: Array, options: CompressOptions | None = None, *,
     opts = options or CompressOptions()
     comp = _Compressor(opts, session)
     if isinstance(array.dtype, dt.Struct) and array.encoding == "vortex.struct":
-        from ..encodings.struct_ import StructEncoding, struct_array
+        from ..encodings._struct import StructEncoding, struct_array
 
         if not per_column:
             return comp.compress(array, 0)  # column by column (_struct)

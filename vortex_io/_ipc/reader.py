@@ -592,7 +592,7 @@ class StreamReader:
 
     def read_all(self) -> Array:
         """Every remaining batch as one array (``vortex.chunked`` when there are several)."""
-        from ..encodings.chunked import chunked_array
+        from ..encodings._chunked import chunked_array
 
         chunks = [b.array for b in self]
         return chunks[0] if len(chunks) == 1 else chunked_array(chunks, self.dtype)
@@ -905,7 +905,7 @@ class AsyncStreamReader:
             yield b
 
     async def read_all(self) -> Array:
-        from ..encodings.chunked import chunked_array
+        from ..encodings._chunked import chunked_array
 
         chunks = [b.array async for b in self]
         assert self.dtype is not None

@@ -1,9 +1,9 @@
 """Lazy compute on encoded arrays: expressions, kernels (dispatched by encoding, with a
 canonical fallback), evaluation with SQL null semantics, and statistics pruning."""
 
-from .evaluate import can_skip, check_expr, evaluate
-from .expr import col, lit
-from .kernels import Mask, compare, filter, is_in, is_null, take
+from ._evaluate import can_skip, check_expr, evaluate
+from ._expr import col, lit
+from ._kernels import Mask, compare, filter, is_in, is_null, take
 
 __all__ = [
     "Mask",

@@ -33,39 +33,41 @@ from .._errors import MalformedStreamError
 from .._proto import ProtoWriter
 from .._proto import parse as parse_proto
 from . import (  # noqa: F401  (import registers)
-    alp,
-    alprd,
-    bitpacked,
-    bool_,
-    bytebool,
-    chunked,
-    constant,
-    datetimeparts,
-    decimal,
-    decimal_byte_parts,
-    delta,
-    dict_,
-    ext,
-    fixed_size_list,
-    for_,
-    fsst,
-    list_,
-    listview,
-    masked,
-    null,
-    onpair,
-    primitive,
-    rle,
-    runend,
-    sequence,
-    sparse,
-    struct_,
-    varbin,
-    varbinview,
-    zigzag,
-    zstd,
+    _alp,
+    _alprd,
+    _bitpacked,
+    _bool,
+    _bytebool,
+    _chunked,
+    _constant,
+    _datetimeparts,
+    _decimal,
+    _decimal_byte_parts,
+    _delta,
+    _dict,
+    _ext,
+    _fixed_size_list,
+    _for,
+    _fsst,
+    _list,
+    _listview,
+    _masked,
+    _null,
+    _onpair,
+    _primitive,
+    _rle,
+    _runend,
+    _sequence,
+    _sparse,
+    _struct,
+    _varbin,
+    _varbinview,
+    _zigzag,
+    _zstd,
 )
+from ._bool import bool_array
 from ._common import canonical_ints, validity_child, validity_mask, validity_spec
+from ._primitive import primitive_array, primitive_values
 from ._scheme import (
     NODE_COST,
     Facts,
@@ -79,9 +81,7 @@ from ._scheme import (
     unregister_scheme,
     value_kind,
 )
-from .bool_ import bool_array
-from .primitive import primitive_array, primitive_values
-from .varbin import varbin_array
+from ._varbin import varbin_array
 
 __all__ = [
     "NODE_COST",

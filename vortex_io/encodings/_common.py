@@ -47,7 +47,7 @@ def validity_mask(v: Array | None, n: int) -> np.ndarray | None:
     """True where valid; None when all are valid."""
     if v is None:
         return None
-    from .bool_ import bool_values_or_const
+    from ._bool import bool_values_or_const
 
     m = bool_values_or_const(v)
     if isinstance(m, bool):
@@ -61,7 +61,7 @@ def arrow_validity(v: Array | None, n: int) -> tuple[Any, int]:
 
     if v is None:
         return None, 0
-    from .bool_ import bool_bitmap_or_const
+    from ._bool import bool_bitmap_or_const
 
     res = bool_bitmap_or_const(v)
     if isinstance(res, bool):
@@ -132,7 +132,7 @@ def validity_child(valid: np.ndarray | None) -> Array | None:
     """The validity child for a numpy mask (True = valid; None: no child, all valid)."""
     if valid is None:
         return None
-    from .bool_ import bool_array
+    from ._bool import bool_array
 
     return bool_array(valid)
 

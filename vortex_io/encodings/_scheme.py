@@ -64,7 +64,7 @@ def packed_cost(u: np.ndarray, n_rows: int) -> float:
     """Bytes of bit-packing unsigned ``u`` (the valid values of ``n_rows`` slots) at the
     width vortex-data's cost model picks; the values that do not fit become patches, whose
     indices (sorted) and values get compressed in turn."""
-    from .bitpacked import best_bit_width, bit_length_histogram
+    from ._bitpacked import best_bit_width, bit_length_histogram
 
     if len(u) == 0:
         return 0.0
@@ -126,7 +126,7 @@ def int_cost(v: np.ndarray, n_rows: int | None = None, nulls: int = 0, *,
     span = int(hi) - int(lo)
     best = min(float(n_rows * v.dtype.itemsize), packed_cost(as_unsigned(v - lo), n_rows) + 2 * NODE_COST)
     if v.dtype.kind == "i" and lo < 0:
-        from .zigzag import zigzag_encode_values
+        from ._zigzag import zigzag_encode_values
 
         best = min(best, packed_cost(zigzag_encode_values(v), n_rows) + 2 * NODE_COST)
     if m >= 16:
@@ -205,12 +205,12 @@ class Facts:
     @cached_property
     def _values(self) -> tuple[np.ndarray, np.ndarray | None]:
         if self.kind == "bool":
+            from ._bool import bool_values
             from ._common import validity_mask
-            from .bool_ import bool_values
 
             c = self.a
             return bool_values(c).view(np.uint8), validity_mask(c.children[0] if c.children else None, self.n)
-        from .primitive import primitive_values
+        from ._primitive import primitive_values
 
         vals, mask = primitive_values(self.a)
         if mask is not None and mask.all():
@@ -327,7 +327,7 @@ class Facts:
 
     @cached_property
     def string_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        from .fsst import string_parts
+        from ._fsst import string_parts
 
         return string_parts(self.a)
 
@@ -343,7 +343,7 @@ class Facts:
             return self.a
         if self.kind in ("int", "float"):
             from ._common import validity_child
-            from .primitive import primitive_array
+            from ._primitive import primitive_array
 
             vals, mask = self._values
             sm = None if mask is None else mask[idx]
@@ -366,7 +366,7 @@ class Facts:
     def float_sample(self) -> Array | None:
         """What a float scheme's estimate encodes: the sample, or the whole array when the
         sample is all null (it says nothing); None for f16 or an all-null array."""
-        from .primitive import primitive_values
+        from ._primitive import primitive_values
 
         if cast(dt.Primitive, self.a.dtype).ptype == dt.PType.F16 or self.nulls == self.n:
             return None
@@ -394,7 +394,7 @@ class Facts:
 def child_int_cost(a: Array, *, compact: bool = False) -> float:
     """``int_cost`` of a canonical primitive integer array (a child a scheme produced): its
     valid values in ``len(a)`` slots, its nulls counted."""
-    from .primitive import primitive_values
+    from ._primitive import primitive_values
 
     vals, mask = primitive_values(a)
     if mask is None:
@@ -404,7 +404,7 @@ def child_int_cost(a: Array, *, compact: bool = False) -> float:
 
 def valid_values(a: Array) -> np.ndarray:
     """The valid values of a canonical primitive array."""
-    from .primitive import primitive_values
+    from ._primitive import primitive_values
 
     vals, mask = primitive_values(a)
     return vals if mask is None else vals[mask]

@@ -40,7 +40,7 @@ import pyarrow as pa
 from .._errors import VortexIPCError
 from .._limits import ReaderLimits
 from .._scan import scan
-from ..compute.expr import Expr
+from ..compute._expr import Expr
 from ._distributed import Piece, plan_pieces, resolve_paths
 
 __all__ = ["read_vortex_ipc", "read_partition"]

@@ -95,7 +95,7 @@ from .._arrow import string_view_output, to_arrow_schema
 from .._errors import VortexIPCError
 from .._ipc import StreamReader
 from .._scan import Scan, expand_sources, message_spans, scan
-from ..compute.expr import Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
+from ..compute._expr import Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from ._versions import FileVersions
 
 __all__ = [

@@ -77,7 +77,7 @@ import vortex_io as vio
 from vortex_io import _fs
 from vortex_io._errors import VortexIPCError
 from vortex_io.compute import check_expr
-from vortex_io.compute.expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
+from vortex_io.compute._expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from vortex_io.integrations._versions import FileVersions
 
 if TYPE_CHECKING:

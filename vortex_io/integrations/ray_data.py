@@ -62,7 +62,7 @@ from .._errors import VortexIPCError
 from .._limits import ReaderLimits
 from .._metadata import MetadataLike
 from .._scan import Scan, scan
-from ..compute.expr import Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
+from ..compute._expr import Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from ._distributed import Piece, file_spans, group_pieces, plan_pieces, resolve_paths
 
 __all__ = [
