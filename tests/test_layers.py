@@ -187,3 +187,33 @@ def test_no_public_name_shadows_a_module():
         if name in modules:
             assert isinstance(obj, types.ModuleType), f"vortex_io.{name} shadows its module"
         assert obj.__doc__, f"vortex_io.{name} has no docstring"
+
+
+#: the public modules of the package (ARCHITECTURE.md, "The public API"); every other
+#: module's name starts with "_" (or sits in a package whose name does)
+PUBLIC_MODULES = {
+    "", "cli", "compute", "datasets", "dtype", "encodings", "encodings.inverted_index",
+    "expr", "integrity", "integrations", "integrations.dask_dataframe",
+    "integrations.duckdb_ext", "integrations.polars_plugin", "integrations.ray_data",
+}
+
+
+def test_implementation_modules_are_private():
+    """A module is public only if ARCHITECTURE.md says so: built-in encodings and
+    compute's modules are ``_``-prefixed, like every other implementation module."""
+    public = {m for m in map(_module, FILES) if not any(p.startswith("_") for p in m.split("."))}
+    assert public == PUBLIC_MODULES
+
+
+def test_no_function_shadows_a_submodule():
+    """In every package, a public attribute named like one of its submodules is that
+    module (``vortex_io.compute.evaluate`` is a function; its module is ``_evaluate``)."""
+    import importlib
+    import types
+
+    for init in PKG.rglob("__init__.py"):
+        pkg = importlib.import_module(".".join(filter(None, ["vortex_io", _module(init)])))
+        subs = {p.stem for p in init.parent.glob("*.py")} | {
+            p.name for p in init.parent.iterdir() if (p / "__init__.py").exists()}
+        for name in subs & set(vars(pkg)):
+            assert isinstance(getattr(pkg, name), types.ModuleType), f"{pkg.__name__}.{name}"
