@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 import vortex_io as vio
 from vortex_io import compute
 from vortex_io import dtype as dt
-from vortex_io._array import DECODE_METER
 from vortex_io.compute._kernels import (
     compare_mask,
     compare_storage,
@@ -530,13 +529,21 @@ def test_vortex_data_scan_equals_pyarrow(vx_arrays):
 
 
 def _no_decode(fn):
-    meter: list[int] = []
-    token = DECODE_METER.set(meter)
-    try:
+    """(fn(), bytes of every canonicalization ``Array.canonical`` did while it ran)."""
+    decoded: list[int] = []
+    orig = vio.Array.canonical
+
+    def canonical(self):
+        fresh = not self.is_canonical and self.cached_canonical is None
+        c = orig(self)
+        if fresh:
+            decoded.append(c.nbytes)
+        return c
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(vio.Array, "canonical", canonical)
         out = fn()
-    finally:
-        DECODE_METER.reset(token)
-    return out, sum(meter)
+    return out, sum(decoded)
 
 
 def test_fast_paths_answer_without_falling_back():

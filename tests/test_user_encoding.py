@@ -326,3 +326,31 @@ def test_the_inverted_index_is_a_plugin_the_core_never_imports(tmp_path):
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["200", "50"]
+
+
+class ReversedStrings(Encoding):
+    """``test.reversed``: a utf8 column stored reversed in its one child; its ``to_arrow``
+    predates the ``string_view`` option (it takes ``arr`` only) and returns ``string``."""
+
+    id = "test.reversed"
+
+    def child_specs(self, dtype: Any, length: int, meta: Any, parts: ArrayParts) -> list:
+        return [(dtype, length)]
+
+    def to_arrow(self, arr: Array) -> Any:
+        return pc.utf8_reverse(arr.children[0].to_arrow())
+
+
+def test_a_to_arrow_without_string_view_still_gives_views_when_asked():
+    """The core casts the output of a ``to_arrow`` that takes no ``string_view`` (at any
+    depth: here as a struct's field), so encodings written before the option keep working."""
+    register_encoding(ReversedStrings(), replace=True)
+    utf8 = dt.Utf8(True)
+    inner = vio.array(pa.array(["cba", None, "fe"]))
+    rev = Array(ReversedStrings(), utf8, 3, children=[inner])
+    assert rev.to_arrow().type == pa.string()
+    got = rev.to_arrow(string_view=True)
+    assert got.type == pa.string_view() and got.to_pylist() == ["abc", None, "ef"]
+    table = vio.array(pa.table({"s": pa.array(["x", "y", "z"]), "n": [1, 2, 3]}))
+    st = Array(table.vtable, table.dtype, 3, children=[rev, table.children[1]])
+    assert st.to_arrow(string_view=True).type.field("s").type == pa.string_view()

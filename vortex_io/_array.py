@@ -18,7 +18,8 @@ Encodings are registered by ID in a registry that users extend with
 
 from __future__ import annotations
 
-import contextvars
+import functools
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -50,9 +51,6 @@ _T = TypeVar("_T")
 _E = TypeVar("_E", bound="Encoding | type[Encoding]")
 _NO_META: Any = object()  # Array(meta=...) not given: parsed from the bytes when first used
 
-#: a list-like sink receiving the byte size of every canonicalization (scan statistics)
-DECODE_METER: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
-    "vortex_io_decode_meter", default=None)
 
 
 # -- registry -------------------------------------------------------------------------
@@ -74,6 +72,28 @@ def register_encoding(encoding: _E, *, replace: bool = False) -> _E:
         raise ValueError(f"encoding {inst.id!r} is already registered")
     _REGISTRY[inst.id] = inst
     return encoding
+
+
+@functools.cache
+def _takes_string_view(fn: Callable[..., Any]) -> bool:
+    try:
+        ps = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return False
+    return any(p.name == "string_view" or p.kind is p.VAR_KEYWORD for p in ps)
+
+
+def arrow_hook(hook: Callable[..., Any], *args: Any) -> Any:
+    """``hook(*args, string_view=True)`` for an encoding's ``to_arrow`` / ``take_arrow``;
+    for one written without that parameter, its output with strings cast to views."""
+    if _takes_string_view(getattr(hook, "__func__", hook)):
+        return hook(*args, string_view=True)
+    out = hook(*args)
+    if out is None:
+        return None
+    from ._arrow import with_views
+
+    return with_views(out)
 
 
 def get_encoding(encoding_id: str) -> Encoding:
@@ -307,25 +327,19 @@ class Array:
         except KeyError:
             c = self._enc.canonicalize(self)
             self._cache["canonical"] = c
-            meter = DECODE_METER.get()
-            if meter is not None:
-                meter.append(c.nbytes)
             return c
 
-    def to_arrow(self, *, string_view: bool | None = None) -> pa.Array | pa.ChunkedArray:
+    def to_arrow(self, *, string_view: bool = False) -> pa.Array | pa.ChunkedArray:
         """Decode to a ``pyarrow.Array`` (``ChunkedArray`` for a chunked array).
 
         The Arrow type follows the dtype (``dtype.to_arrow()``); struct arrays give
         ``StructArray``. Canonical buffers are handed to Arrow without copying.
-        ``string_view=True`` decodes strings to ``string_view`` (see
-        ``vortex_io._arrow.string_view_output``); None keeps the caller's setting.
+        ``string_view=True`` decodes strings and binary, at any depth, to Arrow
+        ``string_view`` / ``binary_view`` (Polars' and DuckDB's own layout).
         """
-        if string_view is None:
+        if not string_view:
             return self._enc.to_arrow(self)
-        from ._arrow import string_view_output
-
-        with string_view_output(string_view):
-            return self._enc.to_arrow(self)
+        return arrow_hook(self._enc.to_arrow, self)
 
     def to_numpy(self, *, zero_copy_only: bool = False) -> np.ndarray:
         """Decode to numpy (nulls follow ``pyarrow.Array.to_numpy`` conventions)."""
@@ -406,6 +420,30 @@ class Array:
 
 
 # -- deserialization parts ---------------------------------------------------------------
+
+
+def canonicalized_nbytes(a: Array) -> int:
+    """Bytes of the canonical forms cached on ``a`` and on every node of its tree built so
+    far (lazy children never used are not built for this): what decoding ``a`` has
+    materialized, for a scan's statistics. Scratch decodes (``compute._numeric.decoded``)
+    are not cached, so not counted."""
+    total = 0
+    seen: set[int] = set()
+    stack = [a]
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        c = x._cache.get("canonical")
+        if c is not None:
+            total += c.nbytes
+        kids = x.children
+        if isinstance(kids, LazyChildren):
+            stack.extend(k for k in kids._built if k is not None)
+        else:
+            stack.extend(kids)
+    return total
 
 
 class LazyChildren:
@@ -550,10 +588,13 @@ class Encoding:
 
         return from_arrow(self.to_arrow(arr), dtype=arr.dtype)
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
+        """``arr`` as a pyarrow array of ``arr.dtype.to_arrow(string_view=string_view)``;
+        pass ``string_view`` on to the children decoded on the way. (An encoding whose
+        ``to_arrow`` takes no ``string_view`` still works: the core casts its output.)"""
         if type(self).canonicalize is Encoding.canonicalize:
             raise NotImplementedError(f"{self.id} implements neither canonicalize nor to_arrow")
-        return arr.canonical().to_arrow()
+        return arr.canonical().to_arrow(string_view=string_view)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         """Rows ``[start, stop)``; encodings override this with cheap views."""
@@ -601,10 +642,11 @@ class Encoding:
         answered without decoding."""
         return None
 
-    def take_arrow(self, arr: Array, indices: np.ndarray) -> Any:
+    def take_arrow(self, arr: Array, indices: np.ndarray, *, string_view: bool = False) -> Any:
         """Rows at in-range int64 ``indices`` of a node of a non-primitive dtype straight to
         a ``pyarrow.Array`` (the output path of a scan: a dictionary gathers its values by
-        the taken codes), or None: the scan then takes and decodes (``take``)."""
+        the taken codes), or None: the scan then takes and decodes (``take``).
+        ``string_view`` as in ``to_arrow``."""
         return None
 
     # -- display ---------------------------------------------------------------------

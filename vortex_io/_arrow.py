@@ -25,9 +25,6 @@ extensions -> their storage type.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -38,36 +35,7 @@ from ._array import Array
 from ._errors import UnsupportedError
 
 __all__ = ["dtype_to_arrow", "dtype_from_arrow", "from_arrow", "to_arrow_schema",
-           "string_view_output", "string_view_enabled", "map_arrow_type"]
-
-_STRING_VIEW: contextvars.ContextVar[bool] = contextvars.ContextVar("vortex_io_string_view",
-                                                                    default=False)
-
-
-@contextlib.contextmanager
-def string_view_output(enabled: bool = True) -> Iterator[None]:
-    """Within this block, Utf8/Binary decode to Arrow ``string_view``/``binary_view``.
-
-    Views are what Polars uses natively (handing it ``string`` costs a conversion pass),
-    and dictionary-encoded strings decode to views by gathering 16-byte views instead of
-    copying bytes. pyarrow.compute supports fewer kernels on views, so the default stays
-    ``string``/``binary``. Readers and scans take ``string_view=True`` to switch.
-
-    >>> import vortex_io as vio
-    >>> with string_view_output():
-    ...     vio.array(["a", "b"]).to_arrow().type
-    DataType(string_view)
-    """
-    token = _STRING_VIEW.set(enabled)
-    try:
-        yield
-    finally:
-        _STRING_VIEW.reset(token)
-
-
-def string_view_enabled() -> bool:
-    """True inside ``string_view_output()``."""
-    return _STRING_VIEW.get()
+           "map_arrow_type", "with_views"]
 
 _PRIM_TO_ARROW = {
     dt.PType.U8: pa.uint8(),
@@ -85,9 +53,14 @@ _PRIM_TO_ARROW = {
 _ARROW_TO_PRIM = {v: k for k, v in _PRIM_TO_ARROW.items()}
 
 
-def dtype_to_arrow(d: dt.DType) -> pa.DataType:
-    """The Arrow type that arrays of dtype ``d`` convert to (strings as ``string``, or as
-    ``string_view`` inside ``string_view_output()``)."""
+def dtype_to_arrow(d: dt.DType, string_view: bool = False) -> pa.DataType:
+    """The Arrow type that arrays of dtype ``d`` convert to: strings and binary as
+    ``string`` / ``binary``, or with ``string_view`` as ``string_view`` / ``binary_view``
+    (what Polars and DuckDB use natively; pyarrow.compute has fewer kernels for views).
+
+    >>> dtype_to_arrow(dt.Struct(["s"], [dt.Utf8()]), string_view=True)
+    StructType(struct<s: string_view not null>)
+    """
     if type(d) is dt.Primitive:  # the common case first
         return _PRIM_TO_ARROW[d.ptype]
     if isinstance(d, dt.Null):
@@ -100,17 +73,19 @@ def dtype_to_arrow(d: dt.DType) -> pa.DataType:
         return pa.decimal128(d.precision, d.scale) if d.precision <= 38 else pa.decimal256(
             d.precision, d.scale)
     if isinstance(d, dt.Utf8):
-        return pa.string_view() if _STRING_VIEW.get() else pa.string()
+        return pa.string_view() if string_view else pa.string()
     if isinstance(d, dt.Binary):
-        return pa.binary_view() if _STRING_VIEW.get() else pa.binary()
+        return pa.binary_view() if string_view else pa.binary()
     if isinstance(d, dt.Struct):
-        return pa.struct([pa.field(n, dtype_to_arrow(c), c.nullable) for n, c in zip(d.names, d.dtypes)])
+        return pa.struct([pa.field(n, dtype_to_arrow(c, string_view), c.nullable)
+                          for n, c in zip(d.names, d.dtypes)])
     if isinstance(d, dt.List):
-        return pa.list_(pa.field("item", dtype_to_arrow(d.element), d.element.nullable))
+        return pa.list_(pa.field("item", dtype_to_arrow(d.element, string_view), d.element.nullable))
     if isinstance(d, dt.FixedSizeList):
         if d.size > 2**31 - 1:
             raise UnsupportedError(f"no Arrow type for {d!r}: Arrow list sizes are int32")
-        return pa.list_(pa.field("item", dtype_to_arrow(d.element), d.element.nullable), d.size)
+        return pa.list_(pa.field("item", dtype_to_arrow(d.element, string_view),
+                                 d.element.nullable), d.size)
     if isinstance(d, dt.Extension):
         if d.id == dt.TIMESTAMP_ID:
             return pa.timestamp(d.unit.arrow, d.tz)
@@ -119,15 +94,17 @@ def dtype_to_arrow(d: dt.DType) -> pa.DataType:
         if d.id == dt.TIME_ID:
             u = d.unit
             return pa.time32(u.arrow) if u in (dt.TimeUnit.S, dt.TimeUnit.MS) else pa.time64(u.arrow)
-        return dtype_to_arrow(d.storage)
+        return dtype_to_arrow(d.storage, string_view)
     raise UnsupportedError(f"no Arrow type for {d!r}")
 
 
-def to_arrow_schema(d: dt.DType) -> pa.Schema:
-    """The Arrow schema of a struct dtype (record batches of a stream)."""
+def to_arrow_schema(d: dt.DType, string_view: bool = False) -> pa.Schema:
+    """The Arrow schema of a struct dtype (record batches of a stream); ``string_view`` as
+    in ``dtype_to_arrow``."""
     if not isinstance(d, dt.Struct):
-        return pa.schema([pa.field("values", dtype_to_arrow(d), d.nullable)])
-    return pa.schema([pa.field(n, dtype_to_arrow(c), c.nullable) for n, c in zip(d.names, d.dtypes)])
+        return pa.schema([pa.field("values", dtype_to_arrow(d, string_view), d.nullable)])
+    return pa.schema([pa.field(n, dtype_to_arrow(c, string_view), c.nullable)
+                      for n, c in zip(d.names, d.dtypes)])
 
 
 def dtype_from_arrow(t: Any, nullable: bool = True) -> dt.DType:
@@ -436,3 +413,16 @@ def _no_view(t: pa.DataType) -> pa.DataType:
 def without_views(t: pa.DataType) -> pa.DataType:
     """``t`` with string_view/binary_view replaced by string/binary at any depth."""
     return map_arrow_type(t, _no_view)
+
+
+def _view(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.string_view()
+    return pa.binary_view() if pa.types.is_binary(t) or pa.types.is_large_binary(t) else t
+
+
+def with_views(a: Any) -> Any:
+    """Arrow array ``a`` with its strings and binary as ``string_view`` / ``binary_view``
+    at any depth (cast only when it has any)."""
+    t = map_arrow_type(a.type, _view)
+    return a if t == a.type else a.cast(t)

@@ -32,8 +32,8 @@ import numpy as np
 from . import _fs
 from . import _native_glue as ng
 from . import dtype as dt
-from ._array import DECODE_METER, Array
-from ._arrow import arrow_take, string_view_output
+from ._array import Array, canonicalized_nbytes
+from ._arrow import arrow_take
 from ._check import check_int, check_names, check_source, check_type, describe
 from ._errors import (
     LimitExceededError,
@@ -325,10 +325,11 @@ def expand_sources(source: Any, *, storage_options: dict[str, Any] | None = None
     return [source]
 
 
-def _schema_of(d: dt.DType, columns: Sequence[str] | None, metadata: Any = None) -> Any:
-    """The Arrow schema of the scan's batches: the projected columns, and the stream's
-    metadata (``metadata``: a ``Metadata``) as the schema's, as ``StreamReader.schema``
-    has it (pandas' dtypes, for one, live there)."""
+def _schema_of(d: dt.DType, columns: Sequence[str] | None, metadata: Any = None,
+               string_view: bool = False) -> Any:
+    """The Arrow schema of the scan's batches: the projected columns (strings as views
+    with ``string_view``), and the stream's metadata (``metadata``: a ``Metadata``) as the
+    schema's, as ``StreamReader.schema`` has it (pandas' dtypes, for one, live there)."""
     import pyarrow as pa
 
     from ._arrow import dtype_to_arrow
@@ -337,14 +338,15 @@ def _schema_of(d: dt.DType, columns: Sequence[str] | None, metadata: Any = None)
     if not isinstance(d, dt.Struct):
         if columns:
             raise ValueError("column projection needs a stream of struct (table) dtype")
-        return pa.schema([pa.field("values", dtype_to_arrow(d), d.nullable)], metadata=md)
+        return pa.schema([pa.field("values", dtype_to_arrow(d, string_view), d.nullable)],
+                         metadata=md)
     names = list(d.names) if columns is None else list(columns)
     fields = []
     for n in names:
         if n not in d.names:
             raise KeyError(f"no column {n!r}; columns are {list(d.names)}")
         fd = d.field(n)
-        fields.append(pa.field(n, dtype_to_arrow(fd), fd.nullable))
+        fields.append(pa.field(n, dtype_to_arrow(fd, string_view), fd.nullable))
     return pa.schema(fields, metadata=md)
 
 
@@ -497,8 +499,7 @@ class Scan:
         self._metadata = r.metadata
         if self.filter is not None:
             check_expr(self.filter, d)
-        with string_view_output(self.string_view):
-            self._schema = _schema_of(d, self.columns, self._metadata)
+        self._schema = _schema_of(d, self.columns, self._metadata, self.string_view)
         self._out_schema = _dictionary_schema(self._schema, d, self.read_dictionary)
         return d
 
@@ -747,21 +748,18 @@ class Scan:
                 if any(v is None for v in by_name.values()):
                     idx = None if pos is None else np.frombuffer(pos, dtype=np.uint32).astype(np.int64)
                     arr = m.array(d, reader.limits, lazy=True)
-                    meter: list[int] = []
-                    token = DECODE_METER.set(meter)
+                    gathered: list[int] = []
                     try:
-                        with string_view_output(self.string_view):
-                            for nm, v in by_name.items():
-                                if v is None:
-                                    ng.handed_back(f"column {nm!r} of message {m.index}")
-                                    by_name[nm] = _select(arr.field(nm), idx)
+                        for nm, v in by_name.items():
+                            if v is None:
+                                ng.handed_back(f"column {nm!r} of message {m.index}")
+                                by_name[nm] = _select(arr.field(nm), idx, self.string_view,
+                                                      gathered)
                     except VortexIPCError as e:
                         raise e.locate(message_index=m.index, offset=m.offset,
                                        source=reader.source_name) from None
-                    finally:
-                        DECODE_METER.reset(token)
                     with stats._lock:
-                        stats.bytes_canonicalized += sum(meter)
+                        stats.bytes_canonicalized += sum(gathered) + canonicalized_nbytes(arr)
                 if not names:  # rows only (a count)
                     yield pa.record_batch([pa.nulls(n)], names=["_"]).select([])
                     continue
@@ -782,20 +780,16 @@ class Scan:
     def _scan_one(self, arr: Array, batch: Any, reader: StreamReader, remaining: int | None) -> Any:
         """One batch: its selected rows as a RecordBatch, or None when pruned (counted)."""
         stats = self.stats
-        meter: list[int] = []
-        token = DECODE_METER.set(meter)
+        decoded: list[int] = []
         try:
-            with string_view_output(self.string_view):
-                out = self._scan_chunk(arr, remaining)
+            out = self._scan_chunk(arr, remaining, decoded)
         except VortexIPCError as e:  # decoded lazily: say which file and message
             raise e.locate(message_index=batch.index, offset=batch.offset,
                            source=reader.source_name) from None
-        finally:
-            DECODE_METER.reset(token)
         with stats._lock:
             stats.chunks += 1
             stats.rows_scanned += len(arr)
-            stats.bytes_canonicalized += sum(meter)
+            stats.bytes_canonicalized += sum(decoded)
             if out is None:
                 stats.chunks_pruned += 1
         return out
@@ -814,8 +808,17 @@ class Scan:
                 else select(nm) for nm in self._schema.names]
         return pa.RecordBatch.from_arrays(cols, schema=self._schema)
 
-    def _scan_chunk(self, arr: Array, remaining: int | None) -> Any:
-        """The selected rows of one chunk as a RecordBatch, or None when pruned."""
+    def _scan_chunk(self, arr: Array, remaining: int | None, decoded: list[int]) -> Any:
+        """The selected rows of one chunk as a RecordBatch, or None when pruned; appends to
+        ``decoded`` the bytes it materialized (``ScanStats.bytes_canonicalized``)."""
+        roots = [arr]  # the trees decoded: ``arr``, and the slice a limit cuts of it
+        try:
+            return self._chunk_batch(arr, remaining, decoded, roots)
+        finally:
+            decoded.extend(canonicalized_nbytes(r) for r in roots)
+
+    def _chunk_batch(self, arr: Array, remaining: int | None, gathered: list[int],
+                     roots: list[Array]) -> Any:
         import pyarrow as pa
 
         schema = self._schema
@@ -823,8 +826,7 @@ class Scan:
         if self.filter is not None:
             if can_skip(self.filter, arr):
                 return None
-            with string_view_output(False):  # predicates use Arrow kernels on `string`
-                sel = mask_true(evaluate_mask(self.filter, arr))
+            sel = mask_true(evaluate_mask(self.filter, arr))
             idx = np.flatnonzero(sel)
         else:
             idx = None
@@ -833,6 +835,7 @@ class Scan:
             if idx is None:
                 if cap < n:
                     arr = arr.slice(0, cap)
+                    roots.append(arr)
                     n = cap
             elif len(idx) > cap:
                 idx = idx[:cap]
@@ -841,14 +844,15 @@ class Scan:
             # a batch the filter rejects costs its filter columns only)
             return pa.RecordBatch.from_pylist([], schema=schema)
         if not isinstance(self._dtype, dt.Struct):
-            col = _select(arr, idx)
+            col = _select(arr, idx, self.string_view, gathered)
             return pa.RecordBatch.from_arrays([col], schema=schema)
         names = schema.names
         if not names:
             k = n if idx is None else len(idx)
             return pa.RecordBatch.from_struct_array(pa.StructArray.from_arrays([], names=[]).slice(0, 0)) \
                 if k == 0 else pa.record_batch([pa.nulls(k)], names=["_"]).select([])
-        return self._output(lambda nm: _select(arr.field(nm), idx), idx)
+        return self._output(
+            lambda nm: _select(arr.field(nm), idx, self.string_view, gathered), idx)
 
     def to_arrow(self) -> Any:
         """All matching rows as a ``pyarrow.Table``."""
@@ -959,37 +963,38 @@ def _pinned_values(filter: Expr | None, d: dt.DType, schema: Any) -> dict[str, A
     return out
 
 
-def _select(a: Array, idx: np.ndarray | None) -> Any:
-    """Arrow array of the rows ``idx`` (all rows when None), decoding only those."""
+def _select(a: Array, idx: np.ndarray | None, string_view: bool = False,
+            gathered: list[int] | None = None) -> Any:
+    """Arrow array of the rows ``idx`` (all rows when None), decoding only those; strings
+    as views with ``string_view``. The bytes of rows gathered into new arrays are appended
+    to ``gathered`` (the canonical forms decoding caches on ``a`` are counted apart:
+    ``canonicalized_nbytes``)."""
     import pyarrow as pa
 
     if idx is not None and len(idx) != len(a):
-        out = take_arrow(a, idx) if len(idx) else None
+        out = take_arrow(a, idx, string_view=string_view) if len(idx) else None
         if out is not None:  # decoded straight from the encoded buffers
-            meter = DECODE_METER.get()
-            if meter is not None:
-                meter.append(out.nbytes)
+            if gathered is not None:
+                gathered.append(out.nbytes)
             return out
         sub = a.vtable.take(a, idx) if len(idx) else a.slice(0, 0)
         if sub is NotImplemented:
             # no encoded gather for this encoding: decode once and gather in Arrow, rather
             # than gather in Arrow, re-import to Vortex and export again (kernels.take)
-            full = a.to_arrow()
+            full = a.to_arrow(string_view=string_view)
             if isinstance(full, pa.ChunkedArray):
                 full = full.combine_chunks()
             out = arrow_take(full, idx)
-            meter = DECODE_METER.get()
-            if meter is not None:
-                meter.append(out.nbytes)
+            if gathered is not None:
+                gathered.append(out.nbytes)
             return out
     else:
         sub = a
-    out = sub.to_arrow()
+    out = sub.to_arrow(string_view=string_view)
     if isinstance(out, pa.ChunkedArray):
         out = out.combine_chunks()
-    meter = DECODE_METER.get()
-    if meter is not None and sub is not a:
-        meter.append(out.nbytes)
+    if gathered is not None and sub is not a:
+        gathered.append(out.nbytes)
     return out
 
 

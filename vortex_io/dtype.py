@@ -200,12 +200,13 @@ class DType:
 
         return replace(self, nullable=nullable)
 
-    def to_arrow(self) -> Any:
-        """The Arrow type values of this dtype convert to (see ``Array.to_arrow``)."""
+    def to_arrow(self, *, string_view: bool = False) -> Any:
+        """The Arrow type values of this dtype convert to (see ``Array.to_arrow``);
+        ``string_view``: strings and binary as Arrow's view types."""
         global _dtype_to_arrow
         if _dtype_to_arrow is None:  # (arrow.py imports this module)
             from ._arrow import dtype_to_arrow as _dtype_to_arrow
-        return _dtype_to_arrow(self)
+        return _dtype_to_arrow(self, string_view)
 
     @property
     def _q(self) -> str:

@@ -79,14 +79,14 @@ class Batch:
             return self._msg.header.row_count
         return len(self.array)
 
-    def to_arrow(self, *, string_view: bool | None = None) -> Any:
+    def to_arrow(self, *, string_view: bool = False) -> Any:
         """A ``pyarrow.RecordBatch`` (struct streams, batch metadata attached as the
         schema's metadata) or a ``pyarrow.Array``. ``string_view=True`` decodes strings
         to Arrow ``string_view``."""
         import pyarrow as pa
 
         if self._msg is not None and self._array is None and ng.enabled():
-            return self._native_arrow(bool(string_view))
+            return self._native_arrow(string_view)
         a = self.array.to_arrow(string_view=string_view)
         if isinstance(self.array.dtype, dt.Struct) and not self.array.dtype.nullable:
             if isinstance(a, pa.ChunkedArray):
@@ -109,10 +109,7 @@ class Batch:
         cols = native_columns([m], d, limits, fields, string_view, 1)[0]
         if fields is None:
             return cols[0]
-        from .._arrow import string_view_output
-
-        with string_view_output(string_view):
-            schema = to_arrow_schema(d)
+        schema = to_arrow_schema(d, string_view)
         if self.metadata:
             schema = schema.with_metadata(self.metadata.to_arrow())
         if not fields:
@@ -197,14 +194,13 @@ def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
     and may catch it to emit the columns of the messages before it: see ``partial``)."""
     import pyarrow as pa
 
-    from .._arrow import dtype_to_arrow, string_view_output
+    from .._arrow import dtype_to_arrow
 
     s = ng.stream(d, limits)
-    with string_view_output(string_view):
-        if fields is None:
-            types = [dtype_to_arrow(d)]
-        else:
-            types = [dtype_to_arrow(d.dtypes[i]) for i in fields]  # type: ignore[attr-defined]
+    if fields is None:
+        types = [dtype_to_arrow(d, string_view)]
+    else:
+        types = [dtype_to_arrow(d.dtypes[i], string_view) for i in fields]  # type: ignore[attr-defined]
     imp = pa.Array._import_from_c_capsule
     bad: VortexIPCError | None = None
     for j, m in enumerate(msgs):  # integrity: the bodies' checks first, in order
@@ -247,22 +243,17 @@ def _python_columns(m: Message, d: dt.DType, limits: ReaderLimits,
     know), decoded by the Python implementation."""
     import pyarrow as pa
 
-    from .._arrow import string_view_output
-
     try:
-        with string_view_output(string_view):
-            arr = m.array(d, limits, lazy=fields is not None)
-            for j, c in enumerate(out):
-                if c is not None:
-                    continue
-                ng.handed_back(f"column {j} of message {m.index} ({m.header.encodings})")
-                if fields is None:
-                    a = arr.to_arrow()
-                else:
-                    a = _lazy_field(arr, d.names[fields[j]]).to_arrow()  # type: ignore[attr-defined]
-                if isinstance(a, pa.ChunkedArray):
-                    a = a.combine_chunks()
-                out[j] = a
+        arr = m.array(d, limits, lazy=fields is not None)
+        for j, c in enumerate(out):
+            if c is not None:
+                continue
+            ng.handed_back(f"column {j} of message {m.index} ({m.header.encodings})")
+            col = arr if fields is None else _lazy_field(arr, d.names[fields[j]])  # type: ignore[attr-defined]
+            a = col.to_arrow(string_view=string_view)
+            if isinstance(a, pa.ChunkedArray):
+                a = a.combine_chunks()
+            out[j] = a
     except VortexIPCError as e:
         raise e.locate(message_index=m.index, offset=m.offset) from None
     return out
@@ -559,9 +550,12 @@ class StreamReader:
     @property
     def schema(self) -> Any:
         """The Arrow schema batches convert to (struct streams: one field per column)."""
+        return self._schema()
+
+    def _schema(self, string_view: bool = False) -> Any:
         from .._arrow import to_arrow_schema
 
-        return to_arrow_schema(self.dtype).with_metadata(
+        return to_arrow_schema(self.dtype, string_view).with_metadata(
             self.metadata.to_arrow() if self.metadata else None)
 
     def read_next_batch(self) -> Batch:
@@ -609,13 +603,10 @@ class StreamReader:
         thread only. The result is the same whatever the count. (The numpy implementation,
         ``VORTEX_IO_NATIVE=0``, decodes on the calling thread.)
         """
-        from .._arrow import string_view_output
-
         n = ng.decode_threads(threads)
         if ng.enabled():
             return self._read_arrow_native(string_view, n)
-        with string_view_output(string_view):
-            return self._read_arrow()
+        return self._read_arrow(string_view)
 
     def _native_windows(self) -> Iterator[tuple[list[Message], VortexIPCError | None]]:
         """The remaining Array messages in windows for the native core (up to
@@ -670,12 +661,9 @@ class StreamReader:
     def _read_arrow_native(self, string_view: bool, threads: int) -> Any:
         import pyarrow as pa
 
-        from .._arrow import string_view_output
-
         d = self.dtype
-        with string_view_output(string_view):
-            schema = self.schema
-            dtype_type = d.to_arrow()
+        schema = self._schema(string_view)
+        dtype_type = d.to_arrow(string_view=string_view)
         table = isinstance(d, dt.Struct) and not d.nullable
         fields = list(range(len(d.dtypes))) if table and d.names else None  # type: ignore[attr-defined]
         if table and fields is None:  # a struct of no columns: rows only
@@ -683,7 +671,7 @@ class StreamReader:
             for b in self:
                 rows.append(pa.RecordBatch.from_struct_array(
                     pa.StructArray.from_arrays([], names=[]).slice(0, 0)) if len(b.array) == 0
-                    else b.to_arrow())
+                    else b.to_arrow(string_view=string_view))
             return pa.Table.from_batches(rows, schema=schema)
         cols: list[list[Any]] = [[] for _ in (fields or [0])]
         for _, out in self._native_batches(fields, string_view, threads):
@@ -694,34 +682,34 @@ class StreamReader:
         return pa.Table.from_arrays(
             [pa.chunked_array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
 
-    def _read_arrow(self) -> Any:
+    def _read_arrow(self, string_view: bool) -> Any:
         """``read_arrow`` by the numpy implementation, batch by batch."""
         import pyarrow as pa
 
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable and self.dtype.names:
             # columns straight from each batch's fields: no per-batch StructArray/RecordBatch
-            schema = self.schema
+            schema = self._schema(string_view)
             cols: list[list[Any]] = [[] for _ in self.dtype.names]
             for b in self:
                 arr = b.array
                 if (arr.encoding == "vortex.struct" and isinstance(arr.dtype, dt.Struct)
                         and len(arr.children) == len(arr.dtype.dtypes)):
-                    fields = [c.to_arrow() for c in arr.children]
+                    fields = [c.to_arrow(string_view=string_view) for c in arr.children]
                 else:
-                    fields = b.to_arrow().columns
+                    fields = b.to_arrow(string_view=string_view).columns
                 for col, f in zip(cols, fields):
                     col.extend(f.chunks if isinstance(f, pa.ChunkedArray) else (f,))
             return pa.Table.from_arrays(
                 [pa.chunked_array([c if c.type == fld.type else c.cast(fld.type) for c in col],
                                   type=fld.type) for col, fld in zip(cols, schema)],
                 schema=schema)
-        batches = [b.to_arrow() for b in self]
+        batches = [b.to_arrow(string_view=string_view) for b in self]
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable:
-            return pa.Table.from_batches(batches, schema=self.schema)
+            return pa.Table.from_batches(batches, schema=self._schema(string_view))
         # (a vortex.chunked message decodes to a ChunkedArray: its chunks are the stream's)
         return pa.chunked_array([c for b in batches
                                  for c in (b.chunks if isinstance(b, pa.ChunkedArray) else (b,))],
-                                type=self.dtype.to_arrow())
+                                type=self.dtype.to_arrow(string_view=string_view))
 
     # -- the Arrow PyCapsule interface ----------------------------------------------------
 

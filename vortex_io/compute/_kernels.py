@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as dt
-from .._array import Array
+from .._array import Array, arrow_hook
 
 __all__ = [
     "Mask",
@@ -469,11 +469,11 @@ def take_values(array: Array, indices: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return primitive_values(c)
 
 
-def take_arrow(array: Array, indices: np.ndarray) -> Any:
+def take_arrow(array: Array, indices: np.ndarray, *, string_view: bool = False) -> Any:
     """Rows at in-range int64 ``indices`` as a ``pyarrow.Array``, decoded straight from
     the encoded buffers for primitive dtypes (``take_values``), their extensions
     (timestamps...) and dictionaries of strings; None for anything else (then ``take``
-    and ``to_arrow``)."""
+    and ``to_arrow``). ``string_view`` as in ``Array.to_arrow``."""
     import pyarrow as pa
 
     d = array.dtype
@@ -486,6 +486,8 @@ def take_arrow(array: Array, indices: np.ndarray) -> Any:
         return pa.Array.from_buffers(d.to_arrow(), len(vals),
                                      [bitmap, pa.py_buffer(np.ascontiguousarray(vals))],
                                      null_count=nulls)
+    if string_view:
+        return arrow_hook(array.vtable.take_arrow, array, indices)
     return array.vtable.take_arrow(array, indices)
 
 

@@ -41,7 +41,7 @@ class BoolEncoding(Encoding):
                 f"vortex.bool buffer of {arr.buffers[0].nbytes} bytes holds fewer than {len(arr)} bits"
             )
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         n = len(arr)

@@ -39,14 +39,14 @@ class ChunkedEncoding(Encoding):
     def chunks(self, arr: Array) -> tuple[Array, ...]:
         return arr.children[1:]
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         parts: list[Any] = []
         for c in self.chunks(arr):
-            a = c.to_arrow()
+            a = c.to_arrow(string_view=string_view)
             parts.extend(a.chunks if isinstance(a, pa.ChunkedArray) else [a])
-        return pa.chunked_array(parts, type=arr.dtype.to_arrow() if not parts else parts[0].type)
+        return pa.chunked_array(parts, type=arr.dtype.to_arrow(string_view=string_view) if not parts else parts[0].type)
 
     def canonicalize(self, arr: Array) -> Array:
         return from_arrow(self.to_arrow(arr).combine_chunks(), dtype=arr.dtype)

@@ -31,13 +31,13 @@ class ConstantEncoding(Encoding):
             width += 8 * len(v)
         check_decoded_size(width * len(arr), f"vortex.constant of {len(arr)} rows", limits)
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         v = constant_value(arr)
         if type(arr.dtype) is dt.Primitive and v is not None:
             return self.canonicalize(arr).to_arrow()  # a numpy fill: ~5x pa.repeat's speed
-        t = arr.dtype.to_arrow()
+        t = arr.dtype.to_arrow(string_view=string_view)
         n = len(arr)
         if v is None:
             return pa.nulls(n, type=t)

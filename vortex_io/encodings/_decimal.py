@@ -58,7 +58,7 @@ class DecimalEncoding(Encoding):
     def buffer_alignments(self, arr: Array) -> list[int]:
         return [min(arr.meta, 16).bit_length() - 1]
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         n = len(arr)

@@ -25,7 +25,7 @@ import numpy as np
 from .. import _memory
 from .. import dtype as dt
 from .._array import Array, ArrayParts, Encoding, check_decoded_size, register_encoding
-from .._arrow import from_arrow, string_view_enabled
+from .._arrow import from_arrow
 from .._errors import MalformedStreamError, UnsupportedError
 from .._limits import DEFAULT_LIMITS, ReaderLimits, decoded_width
 from .._proto import ProtoWriter, parse
@@ -127,12 +127,12 @@ class DictEncoding(Encoding):
             return _all_null(arr.dtype, n)
         return take_canonical(values.canonical(), idx, valid, arr.dtype, limits=arr.limits)
 
-    def to_arrow(self, arr: Array) -> Any:
-        if string_view_enabled() and isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
+        if string_view and isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
             return _gather_views(arr)
         if arr.cached_canonical is None and isinstance(arr.dtype, (dt.Utf8, dt.Binary)):
             return self._strings_to_arrow(arr)
-        return arr.canonical().to_arrow()
+        return arr.canonical().to_arrow(string_view=string_view)
 
     def _strings_to_arrow(self, arr: Array) -> Any:
         """Strings straight to Arrow: one Arrow ``take`` of the dictionary by the codes (no
@@ -144,7 +144,7 @@ class DictEncoding(Encoding):
         codes, valid = primitive_values(c)
         return _strings_from_codes(arr, codes, valid)
 
-    def take_arrow(self, arr: Array, indices: np.ndarray) -> Any:
+    def take_arrow(self, arr: Array, indices: np.ndarray, *, string_view: bool = False) -> Any:
         """Rows at in-range ``indices`` of a dictionary of strings as Arrow: only the
         taken codes are read (``take_values``), then the values gathered by them."""
 
@@ -153,7 +153,7 @@ class DictEncoding(Encoding):
         codes, valid = take_values(arr.children[0], indices)
         if codes.dtype.kind not in "iu":
             raise MalformedStreamError(f"vortex.dict codes must be integers, not {codes.dtype}")
-        if string_view_enabled():
+        if string_view:
             return _gather_views(arr, codes, valid)
         return _strings_from_codes(arr, codes, valid)
 
@@ -354,10 +354,10 @@ def _gather_views(arr: Array, codes: np.ndarray | None = None,
         codes, valid = primitive_values(codes_arr.canonical())
     n = len(codes)
     idx = checked_indices(codes, valid, len(values), "vortex.dict codes")
-    v = values.to_arrow()
+    v = values.to_arrow(string_view=True)
     if isinstance(v, pa.ChunkedArray):
         v = v.combine_chunks()
-    t = arr.dtype.to_arrow()
+    t = arr.dtype.to_arrow(string_view=True)
     if v.type != t:
         v = v.cast(t)
     bufs = v.buffers()

@@ -23,11 +23,11 @@ class ExtEncoding(Encoding):
     def child_specs(self, dtype: dt.DType, length, meta, parts: ArrayParts):
         return [(cast(dt.Extension, dtype).storage, length)]
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
-        storage = arr.children[0].to_arrow()
-        target = arr.dtype.to_arrow()
+        storage = arr.children[0].to_arrow(string_view=string_view)
+        target = arr.dtype.to_arrow(string_view=string_view)
         if storage.type == target:
             return storage
         if isinstance(storage, pa.ChunkedArray):
@@ -50,13 +50,13 @@ class ExtEncoding(Encoding):
     def take(self, arr: Array, indices: Any) -> Any:
         return ext_array(cast(dt.Extension, arr.dtype), take(arr.children[0], indices))
 
-    def take_arrow(self, arr: Array, indices: Any) -> Any:
+    def take_arrow(self, arr: Array, indices: Any, *, string_view: bool = False) -> Any:
         """The storage's rows as Arrow (``take_arrow``), typed as the extension."""
 
-        storage = take_arrow(arr.children[0], indices)
+        storage = take_arrow(arr.children[0], indices, string_view=string_view)
         if storage is None:
             return None
-        target = arr.dtype.to_arrow()
+        target = arr.dtype.to_arrow(string_view=string_view)
         return storage if storage.type == target else storage.view(target)
 
     def child_names(self, arr: Array) -> list[str]:

@@ -31,11 +31,11 @@ class FixedSizeListEncoding(Encoding):
     def validity(self, arr: Array) -> Any:
         return validity_mask(arr.children[1] if len(arr.children) > 1 else None, len(arr))
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         n = len(arr)
-        elems = arr.children[0].to_arrow()
+        elems = arr.children[0].to_arrow(string_view=string_view)
         if isinstance(elems, pa.ChunkedArray):
             elems = elems.combine_chunks()
         d = _fsl(arr.dtype)

@@ -66,11 +66,11 @@ class ListEncoding(Encoding):
     def offsets(self, arr: Array) -> np.ndarray:
         return arr.memo("offsets", lambda: _checked_offsets(arr))
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         offs = self.offsets(arr)
-        elems = arr.children[0].to_arrow()
+        elems = arr.children[0].to_arrow(string_view=string_view)
         if isinstance(elems, pa.ChunkedArray):
             elems = elems.combine_chunks()
         return arrow_list(arr, offs, elems, arr.children[2] if len(arr.children) > 2 else None)

@@ -37,7 +37,7 @@ class ListViewEncoding(Encoding):
     def validity(self, arr: Array) -> Any:
         return validity_mask(arr.children[3] if len(arr.children) > 3 else None, len(arr))
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         n = len(arr)
@@ -47,7 +47,7 @@ class ListViewEncoding(Encoding):
         # (offs + sizes could wrap int64)
         if ((offs < 0) | (sizes < 0) | (offs > nel) | (sizes > nel - offs)).any():
             raise MalformedStreamError("vortex.listview: a list view falls outside its elements")
-        elems = arr.children[0].to_arrow()
+        elems = arr.children[0].to_arrow(string_view=string_view)
         if isinstance(elems, pa.ChunkedArray):
             elems = elems.combine_chunks()
         new_offs = np.zeros(n + 1, dtype=np.int64)

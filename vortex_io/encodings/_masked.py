@@ -18,14 +18,14 @@ class MaskedEncoding(Encoding):
         return [(dtype.with_nullable(False), length),
                 *validity_spec(self.id, dtype, length, parts.nchildren, 1)]
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        child = arr.children[0].to_arrow()
+        child = arr.children[0].to_arrow(string_view=string_view)
         if isinstance(child, pa.ChunkedArray):
             child = child.combine_chunks()
-        target = arr.dtype.to_arrow()
+        target = arr.dtype.to_arrow(string_view=string_view)
         if len(arr.children) < 2:
             return child.cast(target) if child.type != target else child
         n = len(arr)

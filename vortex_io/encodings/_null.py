@@ -17,7 +17,7 @@ class NullEncoding(Encoding):
         if not isinstance(dtype, dt.Null):
             raise MalformedStreamError(f"vortex.null cannot hold {dtype!r}")
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         # O(1): pa.nulls(n) walks all n rows (seconds for a hostile 4-billion-row node)

@@ -47,7 +47,7 @@ class PrimitiveEncoding(Encoding):
     def buffer_alignments(self, arr: Array) -> list[int]:
         return [log2_width(array_ptype(arr))]
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         n = len(arr)

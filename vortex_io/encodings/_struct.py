@@ -47,14 +47,14 @@ class StructEncoding(Encoding):
             return arr.children[0], arr.children[1:]
         return None, arr.children
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         n = len(arr)
         st = _struct(arr.dtype)
         validity, fields = self.split(arr)
         vbuf, nulls = arrow_validity(validity, n)
-        children = [f.to_arrow() for f in fields]
+        children = [f.to_arrow(string_view=string_view) for f in fields]
         children = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in children]
         t = pa.struct([pa.field(nm, c.type, d.nullable)
                        for nm, c, d in zip(st.names, children, st.dtypes)])

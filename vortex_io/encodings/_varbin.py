@@ -103,12 +103,12 @@ class VarBinEncoding(StringEqualityKernels, Encoding):
     def offsets(self, arr: Array) -> np.ndarray:
         return arr.memo("offsets", lambda: _checked_offsets(arr))
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         n = len(arr)
         offs, large = arrow_offsets(self.offsets(arr))
-        t = arr.dtype.to_arrow()
+        t = arr.dtype.to_arrow(string_view=string_view)
         if large:
             t = pa.large_string() if isinstance(arr.dtype, dt.Utf8) else pa.large_binary()
         view = t.id in _VIEW_TYPE_IDS
@@ -119,7 +119,7 @@ class VarBinEncoding(StringEqualityKernels, Encoding):
         validity, nulls = arrow_validity(arr.children[1] if len(arr.children) > 1 else None, n)
         out = pa.Array.from_buffers(
             t, n, [validity, pa.py_buffer(offs), pa.py_buffer(arr.buffers[0])], null_count=nulls)
-        return out.cast(arr.dtype.to_arrow()) if view else out
+        return out.cast(arr.dtype.to_arrow(string_view=True)) if view else out
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         v = arr.children[1].slice(start, stop) if len(arr.children) > 1 else None

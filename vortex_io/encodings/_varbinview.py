@@ -62,7 +62,7 @@ class VarBinViewEncoding(StringEqualityKernels, Encoding):
                 raise MalformedStreamError("vortex.varbinview: a view runs past its data buffer")
         return v
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         n = len(arr)
@@ -74,7 +74,7 @@ class VarBinViewEncoding(StringEqualityKernels, Encoding):
             [validity, pa.py_buffer(views), *(pa.py_buffer(b) for b in arr.buffers[:-1])],
             null_count=nulls,
         )
-        return view_arr.cast(arr.dtype.to_arrow())
+        return view_arr if string_view else view_arr.cast(arr.dtype.to_arrow())
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         v = arr.children[0].slice(start, stop) if arr.children else None

@@ -132,7 +132,7 @@ class InvertedIndex(vortex_io.Encoding):
         if not np.array_equal(np.bincount(rows, minlength=n)[:n], expect) or len(rows) != expect.sum():
             raise MalformedStreamError(
                 f"{self.id}: postings must cover every non-null row exactly once")
-        dictionary = arr.children[0].to_arrow()
+        dictionary = arr.children[0].to_arrow()  # (Arrow has no take for the view types)
         import pyarrow.compute as pc
 
         if dictionary.null_count:
@@ -145,7 +145,7 @@ class InvertedIndex(vortex_io.Encoding):
     def canonicalize(self, arr: Array) -> Array:
         return vortex_io.array(self.to_arrow(arr), arr.dtype)
 
-    def to_arrow(self, arr: Array) -> Any:
+    def to_arrow(self, arr: Array, *, string_view: bool = False) -> Any:
         import pyarrow as pa
 
         offs, rows, valid = self._parts(arr)
@@ -154,11 +154,12 @@ class InvertedIndex(vortex_io.Encoding):
         codes = np.zeros(n, dtype=np.int32)
         codes[rows] = np.repeat(np.arange(card, dtype=np.int32), np.diff(offs))
         mask = None if valid is None else ~valid
-        dictionary = arr.children[0].to_arrow()
+        dictionary = arr.children[0].to_arrow()  # (Arrow has no take for the view types)
         if isinstance(dictionary, pa.ChunkedArray):
             dictionary = dictionary.combine_chunks()
         out = dictionary.take(pa.array(codes, mask=mask))
-        return out.cast(arr.dtype.to_arrow()) if out.type != arr.dtype.to_arrow() else out
+        t = arr.dtype.to_arrow(string_view=string_view)
+        return out if out.type == t else out.cast(t)
 
     # -- kernels ---------------------------------------------------------------------
     def _value_index(self, arr: Array, values: list[Any]) -> np.ndarray:
@@ -166,7 +167,7 @@ class InvertedIndex(vortex_io.Encoding):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        dictionary = arr.children[0].to_arrow()
+        dictionary = arr.children[0].to_arrow()  # (Arrow has no take for the view types)
         hits = pc.index_in(dictionary, value_set=pa.array([str(v) for v in values], pa.string()))
         return np.flatnonzero(hits.is_valid().to_numpy(zero_copy_only=False))
 

@@ -91,7 +91,7 @@ import pyarrow.dataset as pads
 
 from .. import _fs
 from .. import dtype as dt
-from .._arrow import string_view_output, to_arrow_schema
+from .._arrow import to_arrow_schema
 from .._errors import VortexIPCError
 from .._ipc import StreamReader
 from .._scan import Scan, expand_sources, message_spans, scan
@@ -539,8 +539,7 @@ def _facts(path: str) -> _Facts:
     schema = to_arrow_schema(d)
     if len(set(schema.names)) != len(schema.names):
         raise VortexIPCError(f"vortex_ipc: {path!r} has repeated column names {schema.names}")
-    with string_view_output(True):
-        sv = to_arrow_schema(d)
+    sv = to_arrow_schema(d, string_view=True)
     # dictionary-encoded string columns cross as Arrow dictionaries: DuckDB groups, compares
     # and LIKEs them once per distinct value
     stream_schema = pa.schema(
