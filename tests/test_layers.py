@@ -217,3 +217,20 @@ def test_no_function_shadows_a_submodule():
             p.name for p in init.parent.iterdir() if (p / "__init__.py").exists()}
         for name in subs & set(vars(pkg)):
             assert isinstance(getattr(pkg, name), types.ModuleType), f"{pkg.__name__}.{name}"
+
+
+def test_the_scan_uses_public_seams_only():
+    """The scan reaches readers, messages and arrays through their public names
+    (``lazy_fields=``, ``bytes_consumed``, ``source_name``, ``background_checks``...): no
+    private attribute of anything but itself, its own ``ScanStats`` lock, and pyarrow's
+    C-interface import."""
+    allowed = {("stats", "_lock"), ("pa.Array", "_import_from_c_capsule")}
+    found = []
+    for name in ("_scan.py", "_native_scan.py"):
+        for node in ast.walk(ast.parse((PKG / name).read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                base = ast.unparse(node.value)
+                if base != "self" and (base, node.attr) not in allowed:
+                    found.append(f"{name}:{node.lineno}: {base}.{node.attr}")
+    assert found == []

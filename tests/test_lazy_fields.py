@@ -127,3 +127,16 @@ def test_batches_the_filter_rejects_build_only_the_filter_columns(root_builds):
     # an empty result keeps the schema
     empty = vio.scan(data, filter=col("x") == -1).to_arrow()
     assert empty.num_rows == 0 and empty.schema == got.schema
+
+
+def test_background_checks_is_a_public_reader_setting():
+    """``StreamReader.background_checks`` (what the scan sets for its threads): off by
+    default, settable, and the batches are the same with it on."""
+    t = pa.table({"x": np.arange(200_000, dtype=np.int64)})
+    sink = io.BytesIO()
+    vio.write_ipc(sink, t, chunk_rows=50_000, integrity=True)
+    r = vio.StreamReader(sink.getvalue())
+    assert r.background_checks is False
+    r.background_checks = True
+    assert r.background_checks is True
+    assert pa.Table.from_batches([b.to_arrow() for b in r]).equals(t)

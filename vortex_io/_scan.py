@@ -661,7 +661,7 @@ class Scan:
                  for f in outf}
         imp = pa.Array._import_from_c_capsule
         threads = ng.decode_threads(self.threads)
-        reader._dec.background_checks = threads > 1
+        reader.background_checks = threads > 1
         err: VortexIPCError | None = None
 
         def fill(window: int) -> list[Any]:

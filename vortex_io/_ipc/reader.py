@@ -548,6 +548,18 @@ class StreamReader:
         return self._src.name
 
     @property
+    def background_checks(self) -> bool:
+        """Whether the integrity checksums of large message bodies are computed on the
+        native core's background thread while the next messages are framed (worth it when
+        batches are decoded on other threads; ``read_arrow`` sets it from its ``threads``).
+        Off by default; errors are the same either way."""
+        return self._dec.background_checks
+
+    @background_checks.setter
+    def background_checks(self, on: bool) -> None:
+        self._dec.background_checks = bool(on)
+
+    @property
     def schema(self) -> Any:
         """The Arrow schema batches convert to (struct streams: one field per column)."""
         return self._schema()
@@ -643,7 +655,7 @@ class StreamReader:
         (``native_columns``). ``fields``: the root struct's fields (None: each message's
         whole array, one column)."""
         # integrity: bodies are checksummed on a background thread while the window is framed
-        self._dec.background_checks = threads > 1
+        self.background_checks = threads > 1
         for msgs, err in self._native_windows():
             if msgs:
                 try:
