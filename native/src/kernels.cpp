@@ -801,7 +801,7 @@ Col take_col(const Col& col, const uint32_t* idx, size_t k) {
       if (k > 64 && maxlen <= 16 && nvals <= (uint64_t(1) << 20)) {
         size_t span = size_t(so[nvals] - so[0]);
         Buf padded = alloc(span + 16);
-        std::memcpy(padded.ptr, src + so[0], span);
+        if (span) std::memcpy(padded.ptr, src + so[0], span);  // (all empty: src may be null)
         std::memset(padded.ptr + span, 0, 16);
         const uint8_t* p = padded.data() - so[0];
         Buf out = alloc(size_t(total) + 16);
