@@ -52,7 +52,6 @@ _E = TypeVar("_E", bound="Encoding | type[Encoding]")
 _NO_META: Any = object()  # Array(meta=...) not given: parsed from the bytes when first used
 
 
-
 # -- registry -------------------------------------------------------------------------
 
 _REGISTRY: dict[str, Encoding] = {}

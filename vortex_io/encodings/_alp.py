@@ -37,7 +37,7 @@ from .._proto import ProtoWriter, parse
 from ..compute._kernels import compare_storage, is_in_storage, take, take_values
 from ..compute._numeric import OPS, broadcast, decoded, isin_values, np_literal, validity
 from ._bool import bool_array
-from ._common import array_ptype, as_array, primitive, validity_mask
+from ._common import array_ptype, as_array, is_primitive_of, primitive, validity_mask
 from ._patches import PatchesMeta, apply_patches, make_patches, patch_hits
 from ._primitive import primitive_array, primitive_raw, primitive_values
 from ._scheme import (
@@ -216,8 +216,7 @@ class ALPEncoding(FloatPartsEncoding):
             return None
         pos = strict_patch_positions(m.patches, arr.children[1], len(arr), "vortex.alp")
         pv = decoded(arr.children[2])
-        if (pv.encoding != "vortex.primitive" or not isinstance(pv.dtype, dt.Primitive)
-                or pv.dtype.ptype != array_ptype(arr)):
+        if not is_primitive_of(pv, array_ptype(arr)):
             raise MalformedStreamError(f"vortex.alp patch values decode to {pv.dtype!r}")
         return pos, primitive_values(pv)[0], validity(pv)
 

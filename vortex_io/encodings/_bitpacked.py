@@ -29,7 +29,15 @@ from .._proto import ProtoWriter, parse
 from ..compute._numeric import OPS, bound_answer, decoded, isin_values, np_literal, with_validity
 from . import _fastlanes_layout as fl
 from ._bool import bool_array
-from ._common import array_ptype, log2_width, primitive, typed_buffer, validity_mask, validity_spec
+from ._common import (
+    array_ptype,
+    is_primitive_of,
+    log2_width,
+    primitive,
+    typed_buffer,
+    validity_mask,
+    validity_spec,
+)
 from ._patches import (
     PatchesMeta,
     apply_patches,
@@ -148,7 +156,7 @@ class BitPackedEncoding(Encoding):
         rows = fl.unpack_rows(words, w, m.bit_width, nchunks)
         if m.patches is not None and m.patches.len:
             pv = arr.children[1].canonical()
-            if not _primitive_of(pv, p):
+            if not is_primitive_of(pv, p):
                 return None
             pvals, pmask = primitive_values(pv)
             if pmask is not None and not pmask.all():
@@ -216,7 +224,7 @@ class BitPackedEncoding(Encoding):
         if not len(pos):
             return None
         pv = decoded(arr.children[1])
-        if not _primitive_of(pv, array_ptype(arr)):
+        if not is_primitive_of(pv, array_ptype(arr)):
             raise MalformedStreamError(f"fastlanes.bitpacked: patch values decode to {pv.dtype!r}")
         return pos, primitive_values(pv)[0][sel]
 
@@ -282,11 +290,6 @@ class BitPackedEncoding(Encoding):
 
 BITPACKED = BitPackedEncoding()  # typed as the class: the functions below call its helpers
 register_encoding(BITPACKED)
-
-
-def _primitive_of(a: Array, p: dt.PType) -> bool:
-    """Whether the decoded ``a`` is a ``vortex.primitive`` of ``p``."""
-    return a.encoding == "vortex.primitive" and isinstance(a.dtype, dt.Primitive) and a.dtype.ptype == p
 
 
 def empty_slice(arr: Array) -> Array:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -11,6 +11,7 @@ from .._array import Array, typed_view
 from .._errors import MalformedStreamError
 
 BOOL = dt.Bool(False)
+_D = TypeVar("_D", bound=dt.DType)
 
 
 def validity_spec(enc_id: str, dtype: dt.DType, length: int, nchildren: int, base: int
@@ -104,10 +105,21 @@ def primitive(d: dt.DType, what: str) -> dt.Primitive:
 
 def array_ptype(a: Array) -> dt.PType:
     """The primitive type of ``a``, whose dtype must be a ``dt.Primitive``."""
-    d = a.dtype
-    if not isinstance(d, dt.Primitive):
-        raise MalformedStreamError(f"{a.encoding} must be primitive, not {d!r}")
-    return d.ptype
+    return primitive(a.dtype, a.encoding).ptype
+
+
+def is_primitive_of(a: Array, p: dt.PType) -> bool:
+    """Whether the decoded child ``a`` is a ``vortex.primitive`` of ``p`` (what encodings
+    check of the children they decode before reading their values)."""
+    return a.encoding == "vortex.primitive" and isinstance(a.dtype, dt.Primitive) and a.dtype.ptype == p
+
+
+def held(dtype: dt.DType, kind: type[_D], enc_id: str) -> _D:
+    """``dtype`` as the ``kind`` of dtype encoding ``enc_id`` holds (a struct, a list...);
+    ``MalformedStreamError`` "``enc_id`` cannot hold ``dtype``" otherwise."""
+    if not isinstance(dtype, kind):
+        raise MalformedStreamError(f"{enc_id} cannot hold {dtype!r}")
+    return dtype
 
 
 def log2_width(ptype: dt.PType) -> int:

@@ -22,7 +22,7 @@ from .._proto import ProtoWriter, parse
 from ..compute._kernels import compare_storage, is_in_storage, take
 from ..compute._numeric import broadcast, decimal_unscaled, validity
 from ._bool import bool_array
-from ._common import ptype_of
+from ._common import held, ptype_of
 from ._constant import constant_array
 from ._primitive import primitive_array
 from ._scheme import NODE_COST, Facts, Scheme, Trial, child_int_cost, register_scheme
@@ -37,17 +37,11 @@ class DecimalBytePartsMeta(NamedTuple):
     lower_part_count: int
 
 
-def _decimal(dtype: dt.DType) -> dt.Decimal:
-    if not isinstance(dtype, dt.Decimal):
-        raise MalformedStreamError(f"vortex.decimal_byte_parts cannot hold {dtype!r}")
-    return dtype
-
-
 class DecimalBytePartsEncoding(Encoding):
     id = "vortex.decimal_byte_parts"
 
     def check_dtype(self, dtype: dt.DType) -> None:
-        _decimal(dtype)
+        held(dtype, dt.Decimal, self.id)
 
     def parse_metadata(self, raw: bytes, dtype, length) -> DecimalBytePartsMeta:
         f = parse(raw, "DecimalBytesPartsMetadata")
@@ -78,7 +72,8 @@ class DecimalBytePartsEncoding(Encoding):
             raise MalformedStreamError("vortex.decimal_byte_parts msp does not match the array length")
         w = msp.dtype.ptype.byte_width
         validity = msp.children[0] if msp.children else None
-        return decimal_array(_decimal(arr.dtype), msp.buffers[0][: len(arr) * w], w, validity)
+        return decimal_array(held(arr.dtype, dt.Decimal, self.id), msp.buffers[0][: len(arr) * w], w,
+                             validity)
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         a = Array(self, arr.dtype, stop - start, metadata=arr.metadata,
@@ -90,7 +85,7 @@ class DecimalBytePartsEncoding(Encoding):
         return validity(arr.children[0])
 
     def compare(self, arr: Array, value: Any, op: str) -> Any:
-        r = decimal_unscaled(_decimal(arr.dtype), value, op)
+        r = decimal_unscaled(held(arr.dtype, dt.Decimal, self.id), value, op)
         if r is None:
             return NotImplemented
         if isinstance(r, bool):
@@ -98,7 +93,7 @@ class DecimalBytePartsEncoding(Encoding):
         return compare_storage(arr.children[0], r[1], r[0])
 
     def is_in(self, arr: Array, values: list[Any]) -> Any:
-        d = _decimal(arr.dtype)
+        d = held(arr.dtype, dt.Decimal, self.id)
         ints = []
         for v in values:
             r = decimal_unscaled(d, v, "eq")

@@ -38,7 +38,7 @@ from ..compute._numeric import decoded
 from . import _fastlanes_layout as fl
 from ._bitpacked import BitPackedEncoding, empty_slice
 from ._bool import bool_array
-from ._common import array_ptype, primitive, validity_mask, validity_spec
+from ._common import array_ptype, is_primitive_of, primitive, validity_mask, validity_spec
 from ._primitive import primitive_array, primitive_values
 from ._scheme import NODE_COST, Facts, Scheme, Trial, delta_bases_cost, int_cost, register_scheme
 
@@ -229,7 +229,7 @@ class DeltaEncoding(Encoding):
             deltas = decoded(take(arr.children[1], pos))
             bases = decoded(take(arr.children[0], bpos))
             for what, c in (("bases", bases), ("deltas", deltas)):
-                if c.encoding != "vortex.primitive" or not isinstance(c.dtype, dt.Primitive) or c.dtype.ptype != p:
+                if not is_primitive_of(c, p):
                     raise MalformedStreamError(f"fastlanes.delta: {what} decoded to {c.dtype!r}")
             grid = fl.chunk_rows(primitive_values(deltas)[0].view(ut), w, k)
             _prefix_rows(grid, primitive_values(bases)[0].view(ut))

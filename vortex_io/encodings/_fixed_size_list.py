@@ -6,14 +6,7 @@ from typing import Any
 
 from .. import dtype as dt
 from .._array import Array, ArrayParts, Encoding, register_encoding
-from .._errors import MalformedStreamError
-from ._common import arrow_validity, validity_mask, validity_spec
-
-
-def _fsl(dtype: dt.DType) -> dt.FixedSizeList:
-    if not isinstance(dtype, dt.FixedSizeList):
-        raise MalformedStreamError(f"vortex.fixed_size_list cannot hold {dtype!r}")
-    return dtype
+from ._common import arrow_validity, held, validity_mask, validity_spec
 
 
 class FixedSizeListEncoding(Encoding):
@@ -21,10 +14,10 @@ class FixedSizeListEncoding(Encoding):
     canonical = True
 
     def check_dtype(self, dtype: dt.DType) -> None:
-        _fsl(dtype)
+        held(dtype, dt.FixedSizeList, self.id)
 
     def child_specs(self, dtype: dt.DType, length, meta, parts: ArrayParts):
-        d = _fsl(dtype)
+        d = held(dtype, dt.FixedSizeList, self.id)
         return [(d.element, length * d.size),
                 *validity_spec(self.id, dtype, length, parts.nchildren, 1)]
 
@@ -38,13 +31,13 @@ class FixedSizeListEncoding(Encoding):
         elems = arr.children[0].to_arrow(string_view=string_view)
         if isinstance(elems, pa.ChunkedArray):
             elems = elems.combine_chunks()
-        d = _fsl(arr.dtype)
+        d = held(arr.dtype, dt.FixedSizeList, self.id)
         t = pa.list_(pa.field("item", elems.type, d.element.nullable), d.size)
         validity, nulls = arrow_validity(arr.children[1] if len(arr.children) > 1 else None, n)
         return pa.Array.from_buffers(t, n, [validity], null_count=nulls, children=[elems])
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
-        s = _fsl(arr.dtype).size
+        s = held(arr.dtype, dt.FixedSizeList, self.id).size
         v = arr.children[1].slice(start, stop) if len(arr.children) > 1 else None
         return Array(self, arr.dtype, stop - start,
                      children=[arr.children[0].slice(start * s, stop * s), *([v] if v is not None else [])])

@@ -8,25 +8,17 @@ import numpy as np
 
 from .. import dtype as dt
 from .._array import Array, ArrayParts, Encoding, register_encoding
-from .._errors import MalformedStreamError
 from .._proto import ProtoWriter, parse
 from ._common import (
     arrow_validity,
     canonical_ints,
+    held,
     int_ptype_of,
     primitive,
     validity_mask,
     validity_spec,
 )
 from ._varbin import arrow_offsets, check_offsets
-
-
-def list_dtype(dtype: dt.DType, enc_id: str) -> dt.List:
-    """``dtype`` as the ``dt.List`` a list encoding holds; ``MalformedStreamError``
-    otherwise."""
-    if not isinstance(dtype, dt.List):
-        raise MalformedStreamError(f"{enc_id} cannot hold {dtype!r}")
-    return dtype
 
 
 def arrow_list(arr: Array, offsets: np.ndarray, elems: Any, validity: Array | None) -> Any:
@@ -36,7 +28,7 @@ def arrow_list(arr: Array, offsets: np.ndarray, elems: Any, validity: Array | No
 
     n = len(arr)
     offs, large = arrow_offsets(offsets)
-    field = pa.field("item", elems.type, list_dtype(arr.dtype, arr.encoding).element.nullable)
+    field = pa.field("item", elems.type, held(arr.dtype, dt.List, arr.encoding).element.nullable)
     t = pa.large_list(field) if large else pa.list_(field)
     vbuf, nulls = arrow_validity(validity, n)
     return pa.Array.from_buffers(t, n, [vbuf, pa.py_buffer(offs)], null_count=nulls,
@@ -48,7 +40,7 @@ class ListEncoding(Encoding):
     canonical = True
 
     def check_dtype(self, dtype: dt.DType) -> None:
-        list_dtype(dtype, self.id)
+        held(dtype, dt.List, self.id)
 
     def parse_metadata(self, raw, dtype, length) -> tuple[int, dt.PType]:
         f = parse(raw, "ListMetadata")
@@ -56,7 +48,7 @@ class ListEncoding(Encoding):
 
     def child_specs(self, dtype: dt.DType, length, meta, parts: ArrayParts):
         elements_len, optype = meta
-        element = list_dtype(dtype, self.id).element
+        element = held(dtype, dt.List, self.id).element
         return [(element, elements_len), (dt.Primitive(optype), length + 1),
                 *validity_spec(self.id, dtype, length, parts.nchildren, 2)]
 

@@ -11,8 +11,8 @@ from .._array import Array, ArrayParts, Encoding, register_encoding
 from .._arrow import arrow_take
 from .._errors import MalformedStreamError
 from .._proto import ProtoWriter, parse
-from ._common import canonical_ints, int_ptype_of, primitive, validity_mask, validity_spec
-from ._list import arrow_list, list_dtype
+from ._common import canonical_ints, held, int_ptype_of, primitive, validity_mask, validity_spec
+from ._list import arrow_list
 
 
 class ListViewEncoding(Encoding):
@@ -20,7 +20,7 @@ class ListViewEncoding(Encoding):
     canonical = True
 
     def check_dtype(self, dtype: dt.DType) -> None:
-        list_dtype(dtype, self.id)
+        held(dtype, dt.List, self.id)
 
     def parse_metadata(self, raw, dtype, length):
         f = parse(raw, "ListViewMetadata")
@@ -29,7 +29,7 @@ class ListViewEncoding(Encoding):
 
     def child_specs(self, dtype: dt.DType, length, meta, parts: ArrayParts):
         elements_len, optype, sptype = meta
-        element = list_dtype(dtype, self.id).element
+        element = held(dtype, dt.List, self.id).element
         return [(element, elements_len), (dt.Primitive(optype), length),
                 (dt.Primitive(sptype), length),
                 *validity_spec(self.id, dtype, length, parts.nchildren, 3)]

@@ -9,13 +9,7 @@ from .. import dtype as dt
 from .._array import Array, ArrayParts, Encoding, LazyChildren, register_encoding
 from .._errors import MalformedStreamError
 from ..compute._kernels import take
-from ._common import BOOL, arrow_validity, validity_mask
-
-
-def _struct(dtype: dt.DType) -> dt.Struct:
-    if not isinstance(dtype, dt.Struct):
-        raise MalformedStreamError(f"vortex.struct cannot hold {dtype!r}")
-    return dtype
+from ._common import BOOL, arrow_validity, held, validity_mask
 
 
 class StructEncoding(Encoding):
@@ -23,10 +17,10 @@ class StructEncoding(Encoding):
     canonical = True
 
     def check_dtype(self, dtype: dt.DType) -> None:
-        _struct(dtype)
+        held(dtype, dt.Struct, self.id)
 
     def child_specs(self, dtype: dt.DType, length, meta, parts: ArrayParts):
-        dtypes = _struct(dtype).dtypes
+        dtypes = held(dtype, dt.Struct, self.id).dtypes
         nf = len(dtypes)
         fields = [(d, length) for d in dtypes]
         if parts.nchildren == nf:
@@ -42,7 +36,7 @@ class StructEncoding(Encoding):
     @staticmethod
     def split(arr: Array) -> tuple[Array | None, Sequence[Array] | LazyChildren]:
         """(validity or None, the fields)."""
-        nf = len(_struct(arr.dtype).dtypes)
+        nf = len(held(arr.dtype, dt.Struct, "vortex.struct").dtypes)
         if len(arr.children) == nf + 1:
             return arr.children[0], arr.children[1:]
         return None, arr.children
@@ -51,7 +45,7 @@ class StructEncoding(Encoding):
         import pyarrow as pa
 
         n = len(arr)
-        st = _struct(arr.dtype)
+        st = held(arr.dtype, dt.Struct, self.id)
         validity, fields = self.split(arr)
         vbuf, nulls = arrow_validity(validity, n)
         children = [f.to_arrow(string_view=string_view) for f in fields]
@@ -62,7 +56,7 @@ class StructEncoding(Encoding):
 
     def struct_field(self, arr: Array, name: str) -> Array:
         try:
-            i = _struct(arr.dtype).names.index(name)
+            i = held(arr.dtype, dt.Struct, self.id).names.index(name)
         except ValueError:
             raise KeyError(name) from None
         return self.split(arr)[1][i]
@@ -78,12 +72,14 @@ class StructEncoding(Encoding):
         """Every field (and the validity) taken on its own, keeping their encodings."""
 
         v, fields = self.split(arr)
-        return struct_array(_struct(arr.dtype), len(indices), [take(f, indices) for f in fields],
+        return struct_array(held(arr.dtype, dt.Struct, self.id), len(indices),
+                            [take(f, indices) for f in fields],
                             None if v is None else take(v, indices))
 
     def child_names(self, arr: Array) -> list[str]:
         v, _ = self.split(arr)
-        return (["validity"] if v is not None else []) + list(_struct(arr.dtype).names)
+        names = held(arr.dtype, dt.Struct, self.id).names
+        return (["validity"] if v is not None else []) + list(names)
 
 
 STRUCT = register_encoding(StructEncoding())
