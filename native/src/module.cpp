@@ -17,6 +17,7 @@
 
 #include "arrow_c.h"
 #include "crc32c.h"
+#include "fbwrite.h"
 #include "kernels.h"
 #include "message.h"
 #include "pool.h"
@@ -140,6 +141,121 @@ nb::tuple message_header(nb::handle obj) {
   }
   return nb::make_tuple(int(h.version), int(h.type), h.body_size, h.row_count, nb::tuple(enc),
                         int(h.alignment_exponent), md);
+}
+
+// -- the writer's flatbuffers (fbwrite.h), from the objects the Python reference reads ------
+
+std::string bytes_of(nb::handle o) {
+  Py_buffer v;
+  if (PyObject_GetBuffer(o.ptr(), &v, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+  std::string s(static_cast<const char*>(v.buf), size_t(v.len));
+  PyBuffer_Release(&v);
+  return s;
+}
+
+// a str as UTF-8 (strict, as the reference's encode), or bytes as they are
+std::string text_of(nb::handle o) {
+  if (PyUnicode_Check(o.ptr())) {
+    Py_ssize_t n = 0;
+    const char* p = PyUnicode_AsUTF8AndSize(o.ptr(), &n);
+    if (!p) throw nb::python_error();
+    return std::string(p, size_t(n));
+  }
+  return bytes_of(o);
+}
+
+// an int that fits T (the reference's builder raises TypeError for one that does not)
+template <class T>
+T int_of(nb::handle o, const char* what) {
+  T v;
+  if (!nb::try_cast<T>(o, v)) throw nb::type_error(cat(what, " must be an integer that fits ", sizeof(T) * 8, " unsigned bits").c_str());
+  return v;
+}
+
+bool truthy(nb::handle o) {
+  int r = PyObject_IsTrue(o.ptr());
+  if (r < 0) throw nb::python_error();
+  return r != 0;
+}
+
+fbw::StatsIn stats_in(nb::handle s) {
+  fbw::StatsIn out;
+  nb::object mn = s.attr("min"), mx = s.attr("max"), sm = s.attr("sum");
+  if (truthy(mn)) out.min = bytes_of(mn);
+  if (truthy(mx)) out.max = bytes_of(mx);
+  if (truthy(sm)) out.sum = bytes_of(sm);
+  out.min_exact = truthy(s.attr("min_exact"));
+  out.max_exact = truthy(s.attr("max_exact"));
+  const std::pair<const char*, std::optional<bool>*> flags[] = {
+      {"is_sorted", &out.is_sorted}, {"is_strict_sorted", &out.is_strict_sorted},
+      {"is_constant", &out.is_constant}};
+  for (auto& [name, v] : flags) {
+    nb::object x = s.attr(name);
+    if (!x.is_none()) *v = truthy(x);
+  }
+  const std::pair<const char*, std::optional<uint64_t>*> counts[] = {
+      {"null_count", &out.null_count}, {"uncompressed_size_in_bytes", &out.uncompressed_size_in_bytes},
+      {"nan_count", &out.nan_count}};
+  for (auto& [name, v] : counts) {
+    nb::object x = s.attr(name);
+    if (!x.is_none()) *v = int_of<uint64_t>(x, name);
+  }
+  return out;
+}
+
+constexpr int kMaxWriteDepth = 1024;
+
+fbw::NodeIn node_in(nb::handle n, int depth) {
+  if (depth > kMaxWriteDepth) throw nb::value_error("array tree nested deeper than 1024 levels");
+  fbw::NodeIn out;
+  out.encoding = int_of<uint16_t>(n.attr("encoding"), "FlatNode.encoding");
+  out.metadata = bytes_of(n.attr("metadata"));
+  for (nb::handle b : n.attr("buffers")) out.buffers.push_back(int_of<uint16_t>(b, "a buffer index"));
+  for (nb::handle c : n.attr("children")) out.children.push_back(node_in(c, depth + 1));
+  nb::object st = n.attr("stats");
+  if (!st.is_none() && truthy(st)) out.stats = stats_in(st);
+  return out;
+}
+
+// encode_array_fb's twin: (root FlatNode, [(padding, alignment exponent, length), ...])
+nb::bytes array_fb(nb::handle root, nb::handle buffers) {
+  std::vector<fbw::BufferSpec> specs;
+  for (nb::handle t : buffers) {
+    nb::tuple tup = nb::cast<nb::tuple>(t);
+    if (tup.size() != 3) throw nb::value_error("a buffer spec is (padding, alignment exponent, length)");
+    specs.push_back({int_of<uint16_t>(tup[0], "a buffer padding"), int_of<uint8_t>(tup[1], "a buffer alignment"),
+                     int_of<uint32_t>(tup[2], "a buffer length")});
+  }
+  std::string out = fbw::array_fb(node_in(root, 0), specs);
+  return nb::bytes(out.data(), out.size());
+}
+
+// encode_message_header's twin: metadata is a list of (key, value) pairs or None (no
+// pairs: the reference writes none for empty metadata either)
+nb::bytes message_fb(int type, nb::handle body_size, nb::handle row_count, nb::handle encodings,
+                     nb::handle alignment_exponent, nb::handle metadata, nb::handle record,
+                     nb::handle record_key) {
+  if (type < 1 || type > 3) throw nb::value_error("unknown message type");
+  fbw::MessageIn m;
+  m.type = uint8_t(type);
+  m.body_size = int_of<uint64_t>(body_size, "body_size");
+  m.row_count = int_of<uint32_t>(row_count, "row_count");
+  for (nb::handle e : encodings) m.encodings.push_back(text_of(e));
+  m.alignment_exponent = int_of<uint8_t>(alignment_exponent, "alignment_exponent");
+  if (!metadata.is_none()) {
+    for (nb::handle kv : metadata) {
+      nb::tuple t = nb::cast<nb::tuple>(kv);
+      if (t.size() != 2) throw nb::value_error("a metadata pair is (key, value)");
+      m.metadata.emplace_back(text_of(t[0]), bytes_of(t[1]));
+    }
+    m.has_metadata = !m.metadata.empty();
+  }
+  if (!record.is_none()) {
+    m.record = bytes_of(record);
+    m.record_key = text_of(record_key);
+  }
+  std::string out = fbw::message_fb(m);
+  return nb::bytes(out.data(), out.size());
 }
 
 // -- the scan's predicate, from Python's lowering (vortex_io/_native_scan.py) ---------------------
@@ -713,6 +829,12 @@ NB_MODULE(_native, m) {
         "start the CRC-32C of a buffer on the background thread; .result() waits for it");
   m.def("crc32c_hardware", &crc32c_hardware, "True when crc32c uses the SSE4.2 instruction");
   m.def("encodings", &native_encoding_ids, "IDs of the encodings the native core decodes");
+  m.def("array_fb", &array_fb, nb::arg("root"), nb::arg("buffers"),
+        "The Array flatbuffer of a message body (ipc/schema.encode_array_fb's twin, the same bytes)");
+  m.def("message_fb", &message_fb, nb::arg("type"), nb::arg("body_size"), nb::arg("row_count"),
+        nb::arg("encodings"), nb::arg("alignment_exponent"), nb::arg("metadata").none(),
+        nb::arg("record").none(), nb::arg("record_key"),
+        "The Message flatbuffer of a header (ipc/schema.encode_message_header's twin, the same bytes)");
   m.def("message_header", &message_header, nb::arg("header"),
         "The Message flatbuffer of a message header (ipc/schema.decode_message_header's twin)");
   m.def("hardware_threads", &hardware_threads);

@@ -234,7 +234,33 @@ def encode_message_header(
 ) -> bytes:
     """A ``Message`` flatbuffer. ``record``: the value of an integrity record
     (``vortex_io.integrity``), added as the last metadata pair and placed as the
-    flatbuffer's last bytes (it is built first: builders fill the buffer back to front)."""
+    flatbuffer's last bytes (it is built first: builders fill the buffer back to front).
+    The native core's twin (``_native.message_fb``: the same bytes) builds it when the core
+    is on; ``encode_message_header_py`` is the reference."""
+    if _ng.enabled():
+        out: bytes = _ng.native().message_fb(int(mtype), body_size, row_count, encodings,
+                                             alignment_exponent,
+                                             list(metadata.items()) if metadata else None,
+                                             record, CRC_KEY)
+        if record is not None and not out.endswith(record):  # pragma: no cover - a builder change
+            raise RuntimeError("the native builder did not place the integrity record last")
+        return out
+    return encode_message_header_py(mtype, body_size, row_count=row_count, encodings=encodings,
+                                    alignment_exponent=alignment_exponent, metadata=metadata,
+                                    record=record)
+
+
+def encode_message_header_py(
+    mtype: MessageType,
+    body_size: int,
+    *,
+    row_count: int = 0,
+    encodings: Sequence[str] = (),
+    alignment_exponent: int = 0,
+    metadata: Metadata | None = None,
+    record: bytes | None = None,
+) -> bytes:
+    """``encode_message_header`` in Python (the reference of the native builder)."""
     b = flatbuffers.Builder(256)
     rec = b.CreateByteVector(record) if record is not None else None
     kv_vec = None
@@ -472,7 +498,16 @@ class FlatNode:
 
 
 def encode_array_fb(root_node: FlatNode, buffers: Sequence[tuple[int, int, int]]) -> bytes:
-    """An Array flatbuffer. ``buffers`` are (padding, alignment_exponent, length)."""
+    """An Array flatbuffer. ``buffers`` are (padding, alignment_exponent, length). The native
+    core's twin (``_native.array_fb``: the same bytes) builds it when the core is on;
+    ``encode_array_fb_py`` is the reference."""
+    if _ng.enabled():
+        return _ng.native().array_fb(root_node, buffers)
+    return encode_array_fb_py(root_node, buffers)
+
+
+def encode_array_fb_py(root_node: FlatNode, buffers: Sequence[tuple[int, int, int]]) -> bytes:
+    """``encode_array_fb`` in Python (the reference of the native builder)."""
     b = flatbuffers.Builder(1024)
 
     def node(n: FlatNode) -> int:
