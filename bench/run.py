@@ -15,6 +15,7 @@ a module imported here). Results print as tables and are written as JSON under b
 from __future__ import annotations
 
 import argparse
+import io
 import re
 import sys
 import time
@@ -27,6 +28,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa
+import pyarrow.ipc as ipc
 
 import vortex_io as vio
 from bench.datasets import DATASETS, DatasetUnavailable, load
@@ -187,6 +189,58 @@ def core(ctx: Context) -> Iterator[Case]:
                        note="ipc.open_stream(bytes).read_all()"),
             ],
         )
+        yield from _small_message_cases(ds, t)
+
+
+#: the RPC shape: many small batches (requests, responses), one message each
+SMALL_MESSAGES, SMALL_ROWS = 1000, 10
+
+
+def _small_message_cases(ds: str, t: pa.Table) -> Iterator[Case]:
+    """Per-message cost: ``SMALL_MESSAGES`` batches of ``SMALL_ROWS`` rows written one by
+    one with ``StreamWriter.write`` (canonical and compressed) against pyarrow's stream
+    writer, and read back with ``read_arrow``."""
+    batches = [t.slice(i * SMALL_ROWS, SMALL_ROWS) for i in range(SMALL_MESSAGES)]
+    expected = pa.concat_tables(batches)
+
+    def vx(compress: bool) -> bytes:
+        buf = io.BytesIO()
+        with vio.StreamWriter(buf, t.schema, compress=compress) as w:
+            for b in batches:
+                w.write(b)
+        return buf.getvalue()
+
+    def arrow() -> bytes:
+        buf = io.BytesIO()
+        with ipc.new_stream(buf, t.schema) as w:
+            for b in batches:
+                w.write_table(b)
+        return buf.getvalue()
+
+    note = f"{SMALL_MESSAGES} messages of {SMALL_ROWS} rows, written one by one"
+    yield Case(
+        group="core", dataset=ds, op="write-small-messages", peer="pyarrow",
+        description="the RPC shape: small batches -> stream bytes, one write per batch",
+        expected=expected, notes=[note],
+        systems=[
+            System("vortex_io", lambda: vx(False), vio_decode, len,
+                   note="StreamWriter(BytesIO, compress=False).write(batch)"),
+            System("vortex_io-compressed", lambda: vx(True), vio_decode, len,
+                   note="StreamWriter(BytesIO).write(batch) (the sampling compressor)"),
+            System("pyarrow", arrow, arrow_decode, len,
+                   note="ipc.new_stream(BytesIO).write_table(batch)"),
+        ],
+    )
+    vdata, adata = vx(False), arrow()
+    yield Case(
+        group="core", dataset=ds, op="read-small-messages", peer="pyarrow",
+        description="the RPC shape: a stream of small batches -> pyarrow Table",
+        expected=expected, notes=[note],
+        systems=[
+            System("vortex_io", lambda: vio_decode(vdata), note="StreamReader(bytes).read_arrow()"),
+            System("pyarrow", lambda: arrow_decode(adata), note="ipc.open_stream(bytes).read_all()"),
+        ],
+    )
 
 
 @group("codecs", datasets=("trades", "lineitem", "flights"),
