@@ -25,7 +25,7 @@ extensions -> their storage type.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -162,6 +162,56 @@ def _type_dtype(t: pa.DataType, nullable: bool, path: str | None) -> dt.DType:
 
 # -- data ----------------------------------------------------------------------------------
 
+# The encodings' constructors, bound once on first use (the encodings import this module, so
+# they cannot be imported at its top; an import statement per call cost a small message's
+# write a quarter of its time).
+if TYPE_CHECKING:
+    from .encodings._bool import bool_array_from_bits
+    from .encodings._chunked import chunked_array
+    from .encodings._constant import constant_array
+    from .encodings._decimal import decimal_array
+    from .encodings._ext import ext_array
+    from .encodings._fixed_size_list import fixed_size_list_array
+    from .encodings._list import list_array
+    from .encodings._listview import listview_array
+    from .encodings._null import null_array
+    from .encodings._primitive import primitive_array
+    from .encodings._struct import struct_array
+    from .encodings._varbin import varbin_array
+    from .encodings._varbinview import varbinview_array
+
+_BOUND = False
+
+
+def _bind_constructors() -> None:
+    global _BOUND
+    from .encodings import (
+        _bool,
+        _chunked,
+        _constant,
+        _decimal,
+        _ext,
+        _fixed_size_list,
+        _list,
+        _listview,
+        _null,
+        _primitive,
+        _struct,
+        _varbin,
+        _varbinview,
+    )
+
+    globals().update(
+        bool_array_from_bits=_bool.bool_array_from_bits, chunked_array=_chunked.chunked_array,
+        constant_array=_constant.constant_array, decimal_array=_decimal.decimal_array,
+        ext_array=_ext.ext_array, fixed_size_list_array=_fixed_size_list.fixed_size_list_array,
+        list_array=_list.list_array, listview_array=_listview.listview_array,
+        null_array=_null.null_array, primitive_array=_primitive.primitive_array,
+        struct_array=_struct.struct_array, varbin_array=_varbin.varbin_array,
+        varbinview_array=_varbinview.varbinview_array)
+    _BOUND = True
+
+
 
 def _np(buf: pa.Buffer | None) -> np.ndarray:
     if buf is None:
@@ -184,9 +234,8 @@ def _bits_at_zero(buf: pa.Buffer | None, off: int, n: int) -> np.ndarray:
 
 
 def _validity(a: pa.Array, d: dt.DType) -> Array | None:
-    from .encodings._bool import bool_array_from_bits
-    from .encodings._constant import constant_array
-
+    if not _BOUND:
+        _bind_constructors()
     n = len(a)
     nulls = a.null_count
     if nulls and not d.nullable:
@@ -204,8 +253,8 @@ def from_arrow(obj: Any, dtype: dt.DType | None = None) -> Array:
     ``dtype`` overrides the inferred dtype (to choose nullability, say); it must describe
     the same values. Tables and record batches become non-nullable struct arrays.
     """
-    from .encodings._chunked import chunked_array
-
+    if not _BOUND:
+        _bind_constructors()
     if isinstance(obj, pa.Table):
         d = dtype if dtype is not None else dtype_from_arrow(obj.schema)
         return chunked_array([_from_batch(b, d) for b in obj.to_batches()], d)
@@ -220,8 +269,8 @@ def from_arrow(obj: Any, dtype: dt.DType | None = None) -> Array:
 
 
 def _from_batch(b: pa.RecordBatch, d: dt.DType) -> Array:
-    from .encodings._struct import struct_array
-
+    if not _BOUND:
+        _bind_constructors()
     if not isinstance(d, dt.Struct) or len(d.dtypes) != b.num_columns:
         raise ValueError(f"record batch with {b.num_columns} columns does not match {d!r}")
     fields = [_from_array(b.column(i), fd) for i, fd in enumerate(d.dtypes)]
@@ -229,18 +278,8 @@ def _from_batch(b: pa.RecordBatch, d: dt.DType) -> Array:
 
 
 def _from_array(a: pa.Array, d: dt.DType) -> Array:
-    from .encodings._bool import bool_array_from_bits
-    from .encodings._decimal import decimal_array
-    from .encodings._ext import ext_array
-    from .encodings._fixed_size_list import fixed_size_list_array
-    from .encodings._list import list_array
-    from .encodings._listview import listview_array
-    from .encodings._null import null_array
-    from .encodings._primitive import primitive_array
-    from .encodings._struct import struct_array
-    from .encodings._varbin import varbin_array
-    from .encodings._varbinview import varbinview_array
-
+    if not _BOUND:
+        _bind_constructors()
     t = a.type
     n = len(a)
     off = a.offset
