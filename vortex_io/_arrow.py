@@ -25,6 +25,7 @@ extensions -> their storage type.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -98,9 +99,11 @@ def dtype_to_arrow(d: dt.DType, string_view: bool = False) -> pa.DataType:
     raise UnsupportedError(f"no Arrow type for {d!r}")
 
 
+@functools.lru_cache(maxsize=256)
 def to_arrow_schema(d: dt.DType, string_view: bool = False) -> pa.Schema:
     """The Arrow schema of a struct dtype (record batches of a stream); ``string_view`` as
-    in ``dtype_to_arrow``."""
+    in ``dtype_to_arrow``. Remembered per dtype (both are immutable): every stream and scan
+    asks for it."""
     if not isinstance(d, dt.Struct):
         return pa.schema([pa.field("values", dtype_to_arrow(d, string_view), d.nullable)])
     return pa.schema([pa.field(n, dtype_to_arrow(c, string_view), c.nullable)

@@ -8,6 +8,7 @@ Reading goes through the bounds-checked ``flatbuf.Table``; writing through
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import flatbuffers
 from .. import _native_glue as _ng
 from .. import dtype as dt
 from .._errors import LimitExceededError, MalformedStreamError, UnsupportedError
-from .._limits import ReaderLimits
+from .._limits import DEFAULT_LIMITS, ReaderLimits
 from .._metadata import Metadata
 from .._stats import ArrayStats
 from ..integrity import CRC_KEY
@@ -119,10 +120,23 @@ def encode_dtype(d: dt.DType) -> bytes:
     return bytes(b.Output())
 
 
+#: DType flatbuffers up to this size are parsed once per process (dtypes are immutable): a
+#: service reading a stream per request with the same schema parses it once, not per stream
+_DTYPE_CACHE_BYTES = 1 << 16
+
+
 def decode_dtype(buf, limits: ReaderLimits | None = None) -> dt.DType:
     """Parse a DType flatbuffer; raises ``MalformedStreamError``/``UnsupportedError``."""
-    limits = limits or ReaderLimits()
-    return _read_dtype(root(buf, "DType"), 0, limits.max_depth)
+    max_depth = (limits or DEFAULT_LIMITS).max_depth
+    if len(buf) <= _DTYPE_CACHE_BYTES:
+        return _decode_dtype_cached(bytes(buf), max_depth)
+    return _read_dtype(root(buf, "DType"), 0, max_depth)
+
+
+@functools.lru_cache(maxsize=256)
+def _decode_dtype_cached(data: bytes, max_depth: int) -> dt.DType:
+    """``decode_dtype`` of small flatbuffers, remembered (errors are raised every time)."""
+    return _read_dtype(root(data, "DType"), 0, max_depth)
 
 
 def _read_dtype(t: Table, depth: int, max_depth: int) -> dt.DType:
