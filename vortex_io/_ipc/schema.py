@@ -113,8 +113,10 @@ def _offset_vector(b: flatbuffers.Builder, offsets: Sequence[int]) -> int:
     return b.EndVector()
 
 
+@functools.lru_cache(maxsize=256)
 def encode_dtype(d: dt.DType) -> bytes:
-    """A DType flatbuffer (the body of a DType message)."""
+    """A DType flatbuffer (the body of a DType message). Remembered per dtype (both are
+    immutable): a stream per request with one schema builds it once."""
     b = flatbuffers.Builder(128)
     b.Finish(_build_dtype(b, d))
     return bytes(b.Output())
