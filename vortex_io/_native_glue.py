@@ -202,10 +202,17 @@ def error_of(kind: int, message: str) -> VortexIPCError:
     return _KINDS.get(kind, MalformedStreamError)(message)
 
 
+_CORES: int | None = None
+
+
 def decode_threads(threads: int | None) -> int:
-    """Threads the native core decodes on: ``threads``, or every core when None."""
+    """Threads the native core decodes on: ``threads``, or every core when None (asked of
+    the system once: every read asks)."""
+    global _CORES
     if threads is None:
-        return max(1, _native.hardware_threads()) if _native is not None else 1
+        if _CORES is None:
+            _CORES = max(1, _native.hardware_threads()) if _native is not None else 1
+        return _CORES
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer or None, not {threads!r}")
     return threads

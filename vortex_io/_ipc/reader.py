@@ -194,13 +194,14 @@ def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
     and may catch it to emit the columns of the messages before it: see ``partial``)."""
     import pyarrow as pa
 
-    from .._arrow import dtype_to_arrow
+    from .._arrow import dtype_to_arrow, to_arrow_schema
 
     s = ng.stream(d, limits)
     if fields is None:
         types = [dtype_to_arrow(d, string_view)]
-    else:
-        types = [dtype_to_arrow(d.dtypes[i], string_view) for i in fields]  # type: ignore[attr-defined]
+    else:  # the fields' types from the (remembered) schema
+        schema = to_arrow_schema(d, string_view)
+        types = [schema.field(i).type for i in fields]
     imp = pa.Array._import_from_c_capsule
     bad: VortexIPCError | None = None
     for j, m in enumerate(msgs):  # integrity: the bodies' checks first, in order
@@ -675,7 +676,6 @@ class StreamReader:
 
         d = self.dtype
         schema = self._schema(string_view)
-        dtype_type = d.to_arrow(string_view=string_view)
         table = isinstance(d, dt.Struct) and not d.nullable
         fields = list(range(len(d.dtypes))) if table and d.names else None  # type: ignore[attr-defined]
         if table and fields is None:  # a struct of no columns: rows only
@@ -690,7 +690,7 @@ class StreamReader:
             for col, a in zip(cols, out):
                 col.append(a)
         if fields is None:
-            return pa.chunked_array(cols[0], type=dtype_type)
+            return pa.chunked_array(cols[0], type=d.to_arrow(string_view=string_view))
         return pa.Table.from_arrays(
             [pa.chunked_array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
 
