@@ -332,21 +332,22 @@ def _schema_of(d: dt.DType, columns: Sequence[str] | None, metadata: Any = None,
     schema's, as ``StreamReader.schema`` has it (pandas' dtypes, for one, live there)."""
     import pyarrow as pa
 
-    from ._arrow import dtype_to_arrow
+    from ._arrow import to_arrow_schema
 
     md = metadata.to_arrow() if metadata else None
     if not isinstance(d, dt.Struct):
         if columns:
             raise ValueError("column projection needs a stream of struct (table) dtype")
-        return pa.schema([pa.field("values", dtype_to_arrow(d, string_view), d.nullable)],
-                         metadata=md)
-    names = list(d.names) if columns is None else list(columns)
+        s = to_arrow_schema(d, string_view)
+        return s if md is None else s.with_metadata(md)
+    full = to_arrow_schema(d, string_view)  # remembered per dtype
+    if columns is None:
+        return full if md is None else full.with_metadata(md)
     fields = []
-    for n in names:
+    for n in columns:
         if n not in d.names:
             raise KeyError(f"no column {n!r}; columns are {list(d.names)}")
-        fd = d.field(n)
-        fields.append(pa.field(n, dtype_to_arrow(fd, string_view), fd.nullable))
+        fields.append(full.field(d.names.index(n)))
     return pa.schema(fields, metadata=md)
 
 
