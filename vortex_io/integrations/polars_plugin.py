@@ -63,6 +63,7 @@ Polars.
 from __future__ import annotations
 
 import decimal
+import functools
 import io
 import json
 import operator
@@ -249,7 +250,15 @@ def _expand_url(url: str, storage_options: dict[str, Any] | None) -> list[str]:
 
 
 def _polars_schema(arrow_schema: pa.Schema) -> pl.Schema:
-    """The Polars schema batches of ``arrow_schema`` convert to (the same conversion)."""
+    """The Polars schema batches of ``arrow_schema`` convert to (the same conversion; a
+    copy of the one remembered per Arrow schema: every query plans with it)."""
+    import polars as pl
+
+    return pl.Schema(_polars_schema_of(arrow_schema))
+
+
+@functools.lru_cache(maxsize=256)
+def _polars_schema_of(arrow_schema: pa.Schema) -> pl.Schema:
     import polars as pl
 
     return pl.DataFrame(arrow_schema.empty_table()).schema
