@@ -266,16 +266,10 @@ def encode_message_header(
                                     record=record)
 
 
-def encode_message_header_py(
-    mtype: MessageType,
-    body_size: int,
-    *,
-    row_count: int = 0,
-    encodings: Sequence[str] = (),
-    alignment_exponent: int = 0,
-    metadata: Metadata | None = None,
-    record: bytes | None = None,
-) -> bytes:
+def encode_message_header_py(mtype: MessageType, body_size: int, *, row_count: int = 0,
+                             encodings: Sequence[str] = (), alignment_exponent: int = 0,
+                             metadata: Metadata | None = None, record: bytes | None = None
+                             ) -> bytes:
     """``encode_message_header`` in Python (the reference of the native builder)."""
     b = flatbuffers.Builder(256)
     rec = b.CreateByteVector(record) if record is not None else None
