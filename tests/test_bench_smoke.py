@@ -39,9 +39,18 @@ def test_core_group_runs_and_writes_json(tmp_path, restore_threads):
     assert doc["meta"]["rows"] == 5_000 and doc["meta"]["rounds"] == 1
     assert doc["meta"]["versions"]["pyarrow"] == pa.__version__
     ops = {(r["group"], r["dataset"], r["op"]) for r in doc["results"]}
-    assert ops == {("core", "trades", "write"), ("core", "trades", "read")}
+    assert ops == {("core", "trades", op) for op in
+                   ("write", "read", "write-small-messages", "read-small-messages")}
     t = trades(5_000)
+    small = [r for r in doc["results"] if r["op"].endswith("-small-messages")]
+    for r in small:  # 500 batches of 10 rows: every row, checked against the peer's output
+        assert r["check"] == "passed" and r["rows"] == 5_000 and r["peer"] == "pyarrow"
+        names = {s["name"] for s in r["systems"]}
+        assert names == ({"vortex_io", "vortex_io-compressed", "pyarrow"}
+                         if r["op"].startswith("write") else {"vortex_io", "pyarrow"})
     for r in doc["results"]:
+        if r in small:
+            continue
         assert r["check"] == "passed"
         assert r["peer"] == "pyarrow" and r["rows"] == 5_000
         assert r["gbps_bytes"] == t.nbytes
