@@ -122,9 +122,10 @@ def encode_dtype(d: dt.DType) -> bytes:
     return bytes(b.Output())
 
 
-#: DType flatbuffers up to this size are parsed once per process (dtypes are immutable): a
-#: service reading a stream per request with the same schema parses it once, not per stream
-_DTYPE_CACHE_BYTES = 1 << 16
+#: DType flatbuffers up to this size (a few hundred columns) are parsed once per process
+#: (dtypes are immutable): a service reading a stream per request with the same schema parses
+#: it once, not per stream. At most 4 MiB are kept.
+_DTYPE_CACHE_BYTES = 1 << 15
 
 
 def decode_dtype(buf, limits: ReaderLimits | None = None) -> dt.DType:
@@ -135,7 +136,7 @@ def decode_dtype(buf, limits: ReaderLimits | None = None) -> dt.DType:
     return _read_dtype(root(buf, "DType"), 0, max_depth)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=128)
 def _decode_dtype_cached(data: bytes, max_depth: int) -> dt.DType:
     """``decode_dtype`` of small flatbuffers, remembered (errors are raised every time)."""
     return _read_dtype(root(data, "DType"), 0, max_depth)
