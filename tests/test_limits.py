@@ -126,6 +126,18 @@ def test_each_limit_is_enforced(field):
     assert set(EACH_LIMIT) == {f.name for f in dataclasses.fields(vio.ReaderLimits)}
 
 
+def test_a_remembered_dtype_still_obeys_a_stricter_depth_limit():
+    """Dtypes are parsed once per process per flatbuffer and depth limit: reading a stream
+    with a permissive limit does not let a stricter one through later, nor the reverse."""
+    over, fits, make = EACH_LIMIT["max_depth"]
+    data = make()
+    for _ in range(2):
+        with vio.StreamReader(data, limits=vio.ReaderLimits(max_depth=fits)) as r:
+            assert r.dtype == vio.StreamReader(data).dtype
+        with pytest.raises(vio.LimitExceededError, match="DType nesting deeper than 2"):
+            vio.StreamReader(data, limits=vio.ReaderLimits(max_depth=over))
+
+
 # -- expansions are refused before allocation ------------------------------------------------
 
 
