@@ -22,6 +22,7 @@ import struct
 import warnings
 from typing import Any
 
+from . import _array
 from . import dtype as dt
 from ._errors import (
     LimitExceededError,
@@ -173,23 +174,19 @@ atexit.register(stream.cache_clear)  # (native objects freed before the interpre
 
 @functools.lru_cache(maxsize=1024)
 def _known(encodings: tuple[str, ...], registry_size: int) -> tuple[bool, ...]:
-    from ._array import _REGISTRY
-
-    return tuple(e in _REGISTRY for e in encodings)
+    return tuple(e in _array._REGISTRY for e in encodings)
 
 
 def known_flags(encodings: tuple[str, ...]) -> tuple[bool, ...]:
     """Which of a message's encoding IDs Python knows (the native core decodes the rest of
     its tree and hands those subtrees back); an installed plugin of an ID nobody
     registered is loaded first (``vortex_io.get_encoding``)."""
-    from ._array import _REGISTRY, _ensure_builtins, load_plugin
-
-    _ensure_builtins()
-    flags = _known(encodings, len(_REGISTRY))
+    _array._ensure_builtins()
+    flags = _known(encodings, len(_array._REGISTRY))
     if all(flags):
         return flags
-    if any([load_plugin(e) for e, known in zip(encodings, flags) if not known]):
-        flags = _known(encodings, len(_REGISTRY))
+    if any([_array.load_plugin(e) for e, known in zip(encodings, flags) if not known]):
+        flags = _known(encodings, len(_array._REGISTRY))
     return flags
 
 
