@@ -163,3 +163,28 @@ def test_nested_constant_lists_are_bounded_before_gathering():
     small = our_array_stream(constant_array(None, 3, dt.FixedSizeList(dt.FixedSizeList(
         dt.int8(True), 4, True), 5, True)))
     assert_same(small)
+
+
+def test_sparse_string_patch_with_dirty_inline_padding():
+    """Differential mutation sweep (#9378, a bit flipped in a view's length): a patch value
+    of vortex.sparse whose inline view has non-zero bytes past its length. The native
+    overlay copied the view as it was, an invalid Arrow string_view (pyarrow's full
+    validation refuses it) unequal to the reference's, which rebuilds its views."""
+    import numpy as np
+    import pyarrow as pa
+
+    from vortex_io.encodings._primitive import primitive_array
+    from vortex_io.encodings._sparse import sparse_array
+    from vortex_io.encodings._varbinview import varbinview_array
+
+    views = np.zeros((3, 16), np.uint8)
+    for i, s in enumerate([b"ab", b"s718773", b"xyz"]):
+        views[i, 0] = len(s)
+        views[i, 4:4 + len(s)] = list(s)
+    views[1, 0] = 5  # "s7187", with "73" left in its padding
+    values = varbinview_array(dt.Utf8(True), views.view("<u4").reshape(-1), [])
+    arr = sparse_array(primitive_array(np.array([1, 4, 6], np.uint16)), values, 8, None)
+    ref = assert_same(our_array_stream(arr), string_view=True)
+    col = ref[1].column(0) if isinstance(ref[1], pa.Table) else ref[1]
+    col.validate(full=True)
+    assert col.to_pylist() == [None, "ab", None, None, "s7187", None, "xyz", None]

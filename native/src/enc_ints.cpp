@@ -172,9 +172,14 @@ void overlay(Col& base, const Col& patch, const uint64_t* pos, size_t k) {
       for (size_t i = 0; i < k; i++) {
         uint8_t* d = o + 16 * pos[i];
         std::memcpy(d, s + 16 * i, 16);
-        if (load<uint32_t>(d) > 12) {
+        uint32_t len = load<uint32_t>(d);
+        if (len > 12) {
           uint32_t bi = load<uint32_t>(d + 8) + shift;
           std::memcpy(d + 8, &bi, 4);
+        } else {
+          // Arrow wants an inline view's padding zero, and a patch's view off the wire may
+          // not have it (the reference rebuilds its views from strings)
+          std::memset(d + 4 + len, 0, 12 - len);
         }
       }
       break;
