@@ -148,9 +148,11 @@ nb::tuple message_header(nb::handle obj) {
 std::string bytes_of(nb::handle o) {
   Py_buffer v;
   if (PyObject_GetBuffer(o.ptr(), &v, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
-  std::string s(static_cast<const char*>(v.buf), size_t(v.len));
-  PyBuffer_Release(&v);
-  return s;
+  struct Release {
+    Py_buffer* v;
+    ~Release() { PyBuffer_Release(v); }
+  } release{&v};
+  return std::string(static_cast<const char*>(v.buf), size_t(v.len));
 }
 
 // a str as UTF-8 (strict, as the reference's encode), or bytes as they are
