@@ -116,16 +116,24 @@ MsgIn message_in(nb::handle t) {
 // The Message flatbuffer of a header (vortex_io/_ipc/schema.decode_message_header's twin):
 // (version, type, body_size, row_count, encodings, alignment_exponent, metadata pairs or
 // None), or ("err", kind, message).
+// A contiguous view of a Python buffer, released when it goes out of scope.
+struct BufferView {
+  Py_buffer view{};
+  explicit BufferView(nb::handle obj) {
+    if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+  }
+  ~BufferView() { PyBuffer_Release(&view); }
+  BufferView(const BufferView&) = delete;
+  BufferView& operator=(const BufferView&) = delete;
+  const char* data() const { return static_cast<const char*>(view.buf); }
+  size_t size() const { return size_t(view.len); }
+};
+
 nb::tuple message_header(nb::handle obj) {
-  Py_buffer view;
-  if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
-  struct Release {
-    Py_buffer* v;
-    ~Release() { PyBuffer_Release(v); }
-  } release{&view};
+  BufferView view(obj);
   MessageHeaderIn h;
   try {
-    h = parse_message_header(Bytes(static_cast<const uint8_t*>(view.buf), size_t(view.len)));
+    h = parse_message_header(Bytes(reinterpret_cast<const uint8_t*>(view.data()), view.size()));
   } catch (Error& e) {
     return nb::make_tuple(nb::str("err"), int(e.kind), nb::str(e.msg.c_str()));
   }
@@ -146,13 +154,8 @@ nb::tuple message_header(nb::handle obj) {
 // -- the writer's flatbuffers (fbwrite.h), from the objects the Python reference reads ------
 
 std::string bytes_of(nb::handle o) {
-  Py_buffer v;
-  if (PyObject_GetBuffer(o.ptr(), &v, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
-  struct Release {
-    Py_buffer* v;
-    ~Release() { PyBuffer_Release(v); }
-  } release{&v};
-  return std::string(static_cast<const char*>(v.buf), size_t(v.len));
+  BufferView v(o);
+  return std::string(v.data(), v.size());
 }
 
 // a str as UTF-8 (strict, as the reference's encode), or bytes as they are
