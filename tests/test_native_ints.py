@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vortex_io as vio
-from tests.native_util import assert_same, stream_of, table_stream
+from tests.native_util import NATIVE, assert_same, stream_of, table_stream
+from vortex_io import _native_glue as ng
 from vortex_io import dtype as dt
 from vortex_io._array import Array
 from vortex_io._errors import LimitExceededError, MalformedStreamError
@@ -656,3 +657,49 @@ def test_random_arrays(t, n, enc, shape, nulls, data):
     start = data.draw(st.integers(0, n))
     stop = data.draw(st.integers(start, n))
     _same_ok(e, e.slice(start, stop), dtype=e.dtype)
+
+
+# -- fastlanes.bitpacked take: dense chunks unpacked whole, sparse ones read value by value ----
+
+def _take_rows(rng, n, offset):
+    """Sorted selections mixing chunks with every row, most rows, exactly as many rows as
+    the dense threshold of each width (and one fewer), a few rows and none; and repeats."""
+    first = (1024 - offset) % 1024 or 1024  # rows in the first (partial) chunk
+    chunks = [(0, min(first, n))]
+    s = chunks[0][1]
+    while s < n:
+        chunks.append((s, min(s + 1024, n)))
+        s += 1024
+    picks = []
+    for i, (a, b) in enumerate(chunks):
+        size = b - a
+        k = [size, size * 3 // 5, 16, 15, 28, 27, 52, 51, 100, 99, 3, 0][i % 12]
+        picks.append(np.sort(rng.choice(np.arange(a, b), size=min(k, size), replace=False)))
+    sel = np.concatenate(picks) if picks else np.zeros(0, np.int64)
+    dup = np.sort(np.concatenate([sel, sel[::7]]))
+    return [sel, dup, np.arange(n), np.zeros(0, np.int64)]
+
+
+@pytest.mark.skipif(not NATIVE, reason="the native core is off (VORTEX_IO_NATIVE=0)")
+@pytest.mark.parametrize("t", [np.int8, np.uint16, np.int32, np.uint64])
+@pytest.mark.parametrize("nulls", [False, True])
+def test_bitpacked_take_dense_and_sparse_chunks(t, nulls):
+    from tests.test_native_hooks import Native
+
+    rng = np.random.default_rng(int(np.dtype(t).itemsize) * 2 + nulls)
+    n = 12 * 1024 + 300
+    info = np.iinfo(t)
+    v = rng.integers(0, 40, n).astype(t)
+    v[rng.random(n) < 0.02] = info.max  # outliers: patches
+    a = pa.array(v, mask=(rng.random(n) < 0.1) if nulls else None)
+    enc = bitpack(vio.array(a), 6)
+    assert enc.meta.patches is not None
+    for start, stop in ((0, n), (1000, n - 5), (37, 5000)):
+        arr = enc.slice(start, stop)
+        want_all = a.slice(start, stop - start)
+        nat = Native(ng.native(), arr)
+        for idx in _take_rows(rng, stop - start, arr.meta.offset):
+            got = nat.take(idx)
+            want = want_all.take(pa.array(idx, pa.int64()))
+            assert got.equals(want), (t, nulls, start, stop, len(idx))
+        assert nat.handled.get("take"), "the bitpacked node's own take did not answer"
