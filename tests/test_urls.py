@@ -235,7 +235,7 @@ def test_file_urls_are_local_paths(tmp_path):
     p.write_bytes(DATA)
     url = p.as_uri()  # file:///.../a%20b%5B1%5D.vxipc
     with vio.StreamReader(url) as r:
-        assert r._src.file is None and not r._src.remote  # memory-mapped, as the path is
+        assert r._src.seekable and not r._src.remote  # read as the path is
         assert same(r.read_arrow(), TABLE)
     assert message_spans(url) == message_spans(DATA)
     assert same(vio.scan(url, columns=["i"]).to_arrow(), TABLE.select(["i"]))

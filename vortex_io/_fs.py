@@ -1,7 +1,7 @@
 """Sources named by URL (``s3://``, ``gs://``, ``https://``, ``memory://``, any scheme fsspec
 knows), read through fsspec, which is imported only when a URL is given
-(``pip install 'vortex-io[fsspec]'``). ``file://`` URLs are local paths (memory-mapped,
-as paths are), and need no fsspec.
+(``pip install 'vortex-io[fsspec]'``). ``file://`` URLs are local paths (read as paths
+are), and need no fsspec.
 
 A URL is a string that starts with a scheme of two or more characters and ``://``:
 

@@ -1,6 +1,7 @@
 """Stream readers: thin loops that move bytes from a source into ``MessageDecoder``.
 
-``StreamReader`` reads paths (memory-mapped), bytes-like objects (zero-copy) and binary
+``StreamReader`` reads paths (read ahead in aligned blocks, never memory-mapped),
+bytes-like objects (zero-copy: a memory map passed as one is viewed in place) and binary
 file objects (pipes and sockets included: it reads exactly what the decoder needs, so it
 never blocks waiting for a message that has not been sent). ``AsyncStreamReader`` does
 the same over asyncio streams.
@@ -9,7 +10,6 @@ the same over asyncio streams.
 from __future__ import annotations
 
 import io
-import mmap
 import os
 import socket
 import stat
@@ -23,8 +23,8 @@ from .._array import Array
 from .._errors import MalformedStreamError, VortexIPCError
 from .._limits import DEFAULT_LIMITS, ReaderLimits
 from .._metadata import Metadata
-from .framing import MessageDecoder
-from .messages import Message
+from .framing import STREAM_ALIGNMENT, MessageDecoder
+from .messages import Message, aligned_empty
 from .schema import MessageType
 
 __all__ = ["Batch", "StreamReader", "AsyncStreamReader", "read_ipc"]
@@ -300,40 +300,46 @@ def _stream_header(first: Message | None, limits: ReaderLimits) -> tuple[dt.DTyp
 
 
 class _Source:
-    """Bytes in, for the decoder: whole buffers at once, or exact reads from a file."""
+    """Bytes in, for the decoder: whole buffers at once, or reads from a file.
+
+    A file named by path is read, not memory-mapped: a mapped file that another process (or
+    this one) truncates or rewrites while a reader or the arrays it returned still view it
+    kills the process with SIGBUS (``t = read_table(p); write_ipc(p, t)`` would). Its bytes
+    are read ahead of the decoder in blocks that grow from ``FIRST_READ`` to ``MAX_READ``
+    (a schema costs one small read; a scan that stops early reads little more than it
+    used), each block into 64-byte aligned memory at the file offset's phase, so buffers
+    keep the alignment the writer planned. To view a file in place, pass a memory map
+    (``memoryview(mmap.mmap(...))``): it is read as bytes in memory are.
+    """
 
     def __init__(self, source: Any, storage_options: dict[str, Any] | None = None) -> None:
         self.name: str | None = None
         self.buffer: Any = None
         self.file: Any = None
-        #: the file is a remote one (a URL): reads go ahead of the decoder in growing blocks
-        #: and it can seek (a message range is entered by a jump)
+        #: the file is a remote one (a URL)
         self.remote = False
+        #: reads go ahead of the decoder in growing blocks and the file can seek (a message
+        #: range is entered by a jump): a URL, or a regular file named by path
+        self.seekable = False
+        self._local = False  # a regular local file, read into aligned blocks
         self._read = _fs.FIRST_READ
         self._owned: list[Any] = []
         if _fs.is_remote(source):
             self.name = source
             self.file = _fs.open_url(source, storage_options)
             self._owned.append(self.file)
-            self.remote = True
+            self.remote = self.seekable = True
             return
         if storage_options and not _fs.is_url(source):
             _fs.no_url_options("StreamReader", storage_options)
         if isinstance(source, (str, os.PathLike)):
             self.name = os.fspath(source)
-            f = open(_fs.local_path(self.name), "rb")
+            f = open(_fs.local_path(self.name), "rb", buffering=0)
             self._owned.append(f)
             st = os.fstat(f.fileno())
-            size = st.st_size
-            if not stat.S_ISREG(st.st_mode):
-                # a pipe, FIFO, character device or socket named by path: streamed
-                self.file = f
-            elif size:
-                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-                self._owned.append(mm)
-                self.buffer = mm
-            else:
-                self.buffer = b""
+            self.file = f
+            # a pipe, FIFO, character device or socket named by path is streamed as it comes
+            self.seekable = self._local = stat.S_ISREG(st.st_mode)
         elif isinstance(source, (bytes, bytearray, memoryview)) or (
             hasattr(source, "__buffer__") and not hasattr(source, "read")
         ):
@@ -365,8 +371,17 @@ class _Source:
         if self.file is None:
             return False
         need = max(dec.bytes_needed, 1)
-        if self.remote:  # ranged reads: ahead of the decoder, in blocks that grow
+        if self.seekable:  # ahead of the decoder, in blocks that grow
             need, self._read = max(need, self._read), min(self._read * 2, _fs.MAX_READ)
+        if self._local:
+            pos = self.file.tell()
+            phase = pos % STREAM_ALIGNMENT
+            block = aligned_empty(need + phase, STREAM_ALIGNMENT)[phase:]
+            got = self.file.readinto(block)
+            if not got:
+                return False
+            dec.feed(block[:got])
+            return True
         data = self.file.read(need)
         if not data:
             return False
@@ -375,9 +390,9 @@ class _Source:
 
     def jump(self, dec: MessageDecoder, offset: int, index: int) -> None:
         """Continue ``dec`` at the message at stream ``offset``, numbered ``index``, without
-        reading the bytes before it: a whole buffer is skipped in, a remote file seeks past
-        what was read ahead (``ValueError`` if ``offset`` is before the decoder's position)."""
-        if not self.remote:
+        reading the bytes before it: a whole buffer is skipped in, a file seeks past what
+        was read ahead (``ValueError`` if ``offset`` is before the decoder's position)."""
+        if not self.seekable:
             dec.skip_to(offset, index)
             return
         dec.skip_to(offset, index, past_buffer=True)
@@ -386,10 +401,7 @@ class _Source:
 
     def close(self) -> None:
         for o in reversed(self._owned):
-            try:
-                o.close()
-            except BufferError:
-                pass  # arrays still view the mapping; it is released when they are
+            o.close()
         self._owned.clear()
 
 
@@ -412,8 +424,11 @@ def _lazy_field(arr: Array, name: str) -> Array:
 class StreamReader:
     """Reads a Vortex IPC stream: the DType message, then one ``Batch`` per Array message.
 
-    ``source``: a path (memory-mapped), a URL, a bytes-like object, or a binary file
-    object (pipes and sockets included). Arrays are decoded lazily; ``limits`` bounds what
+    ``source``: a path, a URL, a bytes-like object, or a binary file object (pipes and
+    sockets included). A path is read ahead of the decoder in aligned blocks, never
+    memory-mapped (a mapped file rewritten while in use crashes the process); a memory map
+    passed as a bytes-like object, ``memoryview(mmap.mmap(...))``, is read in place, zero
+    copy (then the file must not be truncated while a reader or its arrays use it). Arrays are decoded lazily; ``limits`` bounds what
     the stream may make the reader allocate. A URL (``s3://``, ``gs://``, ``https://``,
     ``memory://``, any scheme fsspec knows; ``pip install 'vortex-io[fsspec]'``) is read
     with ranged reads, ahead of the decoder in blocks that grow from 64 KiB (opening a
@@ -492,7 +507,7 @@ class StreamReader:
         """Read only the Array messages ``start <= index < stop`` from here on (message
         indexes count the DType message as 0, as ``message_spans`` does); call it before
         iterating. With ``offset`` (where message ``start`` begins, from ``message_spans``)
-        a memory-mapped file, bytes or a URL jump there without reading what lies between;
+        a file named by path, bytes or a URL jump there without reading what lies between;
         otherwise, and for streams with integrity data (whose header checksums chain), the
         messages before ``start`` are framed and dropped. Returns the bytes jumped over
         unread. ``ValueError`` when ``offset`` lies before what was read already.
@@ -508,7 +523,7 @@ class StreamReader:
         """
         self._stop_index = stop
         dec = self._dec
-        if offset is not None and (self._src.file is None or self._src.remote) \
+        if offset is not None and (self._src.file is None or self._src.seekable) \
                 and not self.integrity:
             before = dec.position
             try:
