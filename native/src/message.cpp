@@ -85,8 +85,10 @@ std::vector<MsgOut> decode_messages(const std::vector<MsgIn>& in, const DType* r
   size_t nm = in.size();
   std::vector<std::unique_ptr<Tree>> trees(nm);
   std::vector<MsgOut> out(nm);
+  uint64_t rows = 0;
+  for (const MsgIn& m : in) rows += m.rows;
   // 1. the trees (headers walked and checked), one message per task
-  parallel_for(nm, threads, [&](size_t i) {
+  parallel_for(nm, threads_for(rows, threads), [&](size_t i) {
     try {
       auto t = std::make_unique<Tree>();
       prepare_tree(*t, in[i], lim_);
@@ -108,7 +110,7 @@ std::vector<MsgOut> decode_messages(const std::vector<MsgIn>& in, const DType* r
     if (!out[i].error) out[i].cols.assign(per, nullptr);
   std::vector<std::string> errs(nm * per);
   std::vector<int> kinds(nm * per, 0);
-  parallel_for(nm * per, threads, [&](size_t task) {
+  parallel_for(nm * per, threads_for(rows * per, threads), [&](size_t task) {
     size_t i = task / per, f = task % per;
     if (out[i].error) return;
     Tree& t = *trees[i];

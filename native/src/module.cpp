@@ -454,9 +454,11 @@ class Stream {
     size_t nm = in.size();
     std::vector<int> kinds(nm, 0);
     std::vector<std::string> msgs(nm);
+    uint64_t rows = 0;
+    for (const MsgIn& m : in) rows += m.rows;
     {
       nb::gil_scoped_release unlock;
-      parallel_for(nm, threads, [&](size_t i) {
+      parallel_for(nm, threads_for(rows, threads), [&](size_t i) {
         try {
           Tree t;
           prepare_tree(t, in[i], lim_);
@@ -503,10 +505,12 @@ class Stream {
     size_t nm = in.size(), per = out_fields.size();
     std::vector<std::unique_ptr<Tree>> trees(nm);
     std::vector<ScanOut> out(nm);
+    uint64_t rows = 0;
+    for (const MsgIn& m : in) rows += m.rows;
     {
       nb::gil_scoped_release unlock;
       // 1. per message: the tree, pruning, the predicate
-      parallel_for(nm, threads, [&](size_t i) {
+      parallel_for(nm, threads_for(rows, threads), [&](size_t i) {
         ScanOut& o = out[i];
         try {
           auto t = std::make_unique<Tree>();
@@ -567,7 +571,10 @@ class Stream {
       std::vector<std::string> errs(nm * per);
       std::vector<int> kinds(nm * per, 0);
       std::vector<uint64_t> canon(nm * per, 0);
-      parallel_for(nm * per, threads, [&](size_t task) {
+      uint64_t taken = 0;  // the rows the columns are taken for
+      for (size_t i = 0; i < nm; i++)
+        if (out[i].state == ScanOut::Ok) taken += out[i].all ? in[i].rows : out[i].pos.size();
+      parallel_for(nm * per, threads_for(taken * per, threads), [&](size_t task) {
         size_t i = task / per, f = task % per;
         ScanOut& o = out[i];
         if (o.state != ScanOut::Ok || (!o.all && o.pos.empty())) return;

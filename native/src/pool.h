@@ -7,11 +7,16 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 
 namespace vx {
 
 void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn);
+// `threads`, or 1 when the loop's work (values to decode: rows x columns) is too small to
+// pay for waking the workers (tens of microseconds; a tiny message decodes in less)
+constexpr uint64_t kParallelMinWork = 32768;
+inline int threads_for(uint64_t work, int threads) { return work < kParallelMinWork ? 1 : threads; }
 // Run fn on the one background thread (started on first use), after the tasks queued
 // before it: work the caller overlaps with its own (the checksums of message bodies while
 // Python frames the next messages). fn must not throw and never touches Python.
