@@ -278,3 +278,58 @@ def test_home_directory_in_paths(tree: Path, monkeypatch: pytest.MonkeyPatch) ->
         exp = pl.scan_parquet(src.replace("vxipc", "parquet") if isinstance(src, str)
                               else [s.replace("vxipc", "parquet") for s in src]).collect()
         assert_frame_equal(got, exp)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_filters_mixing_partition_and_file_columns(tree: Path, engine: str) -> None:
+    """Polars hands the readers an OR of a partition column and a file column: no file can
+    evaluate it, so the readers only use what they can and Polars filters again."""
+    for q in (lambda lf: lf.filter((pl.col("region") == "us") | (pl.col("id") > 30)),
+              lambda lf: lf.filter(((pl.col("year") == 2021) | (pl.col("id") < 3))
+                                   & (pl.col("id") != 1)),
+              lambda lf: lf.filter(pl.col("id") > 2).head(3)):
+        _same(tree, "hive/{x}", engine, lambda lf, q=q: q(lf).sort("id"))
+    _same(tree, "flat/{x}/x*.{ext}", engine,
+          lambda lf: lf.filter((pl.col("path").str.contains("x2")) | (pl.col("id") == 0)),
+          include_file_paths="path")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_slice_before_filter(tree: Path, engine: str) -> None:
+    """A slice Polars hands the reader applies before the filters (head, then filter)."""
+    for q in (lambda lf: lf.head(3).filter(pl.col("id") > 0),
+              lambda lf: lf.slice(1, 3).filter(pl.col("s").str.contains("v")),
+              lambda lf: lf.tail(3).filter(pl.col("id") != 2)):
+        _same(tree, "flat/{x}/x*.{ext}", engine, q)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_file_created_after_the_frame(tmp_path: Path, engine: str) -> None:
+    """A source missing when the frame is built is read when the query runs (its filter
+    still reaches the scan)."""
+    path = tmp_path / "later.vxipc"
+    scans: list[vio.Scan] = []
+    lf = pl.scan_vortex_ipc(path, on_scan=scans.append).filter(pl.col("id") > 1).select("s")
+    with pytest.raises(FileNotFoundError):
+        lf.collect(engine=engine)
+    vio.write_ipc(path, _t(0, 4))
+    assert lf.collect(engine=engine)["s"].to_list() == ["v2", "v0"]
+    assert scans and str(scans[-1].filter) == "(col('id') > 1)"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_file_rewritten_after_the_frame(tmp_path: Path, engine: str) -> None:
+    """The frame's schema is the file's when the frame was built (Polars fixes a scan's
+    schema when it first resolves it); a file rewritten since is read as it is now, and a
+    schema that no longer matches is Polars' SchemaError, as between the files of a scan."""
+    path = tmp_path / "f.vxipc"
+    vio.write_ipc(path, _t(0, 3))
+    lf = pl.scan_vortex_ipc(path)
+    vio.write_ipc(path, _t(10, 2))  # the same schema, new rows
+    assert lf.collect(engine=engine)["id"].to_list() == [10, 11]
+    vio.write_ipc(path, _t(0, 2, extra=True))
+    with pytest.raises(pl.exceptions.SchemaError, match="extra column"):
+        lf.collect(engine=engine)
+    vio.write_ipc(path, pa.table({"id": pa.array([1.5]), "s": pa.array(["a"])}))
+    with pytest.raises(pl.exceptions.SchemaError, match="mismatch"):
+        lf.collect(engine=engine)

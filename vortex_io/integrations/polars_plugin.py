@@ -11,8 +11,8 @@ the same functions are importable from this module (type checkers see them here)
 How it plugs into Polars 2.1 (measured; see ``shared/reference/adapters.md``)
 -------------------------------------------------------------------------------
 Polars offers two Python scan-source APIs. We use ``scan_external_reader`` (one
-``FileReader`` per source, Polars' own ``scan_lance`` uses it) under a small
-``LazyFrameResolver``, not ``register_io_source``, because measured on Polars 2.1.0:
+``FileReader`` per source, Polars' own ``scan_lance`` uses it), not ``register_io_source``,
+because measured on Polars 2.1.0:
 
 * **Slice pushdown.** ``register_io_source`` only ever receives ``n_rows`` for ``head``
   without a filter: ``slice(o, n)`` and ``tail`` arrive as nothing and read everything.
@@ -20,19 +20,18 @@ Polars offers two Python scan-source APIs. We use ``scan_external_reader`` (one
   ``slice`` and ``tail`` (Polars resolves negative offsets with ``n_rows_in_file``, which
   we answer from message headers without decoding), and ``vortex_io.scan(offset=...)``
   skips whole chunks undecoded.
-* **Filters are never wrong.** ``register_io_source`` treats the pushed predicate as a
-  requirement (Polars does not filter again), so one translation slip returns wrong rows.
-  The resolver pushes the conjuncts that translate into the scan as its filter (exactly
-  Polars' rows: NaN ordering, nulls and literal types are followed, and
-  ``test_pushed_filters_are_exact`` checks random predicates against Polars), so Polars
-  neither reads the columns only they use nor filters again; a conjunct that does not
-  translate (``str.contains``, arithmetic, casts, NaN/inf literals, ...) stays a Polars
-  filter above the scan. Nothing is dropped and nothing is all-or-nothing. With a limit
-  (which applies before the filters) every filter stays Polars'; filters Polars hands the
-  reader itself (``supported_filter="partial"``: Polars re-applies them) only skip work
-  (chunk pruning on statistics, kernels on encoded data).
-* **Conjuncts arrive split.** Both APIs hand over optimizer-typed expressions; the
-  external reader and the resolver get the AND-conjuncts as a list.
+* **Filters.** The readers announce ``supported_filter="full"``: Polars hands each reader
+  the query's filters (AND-conjuncts, optimizer-typed) and does not filter again. The
+  conjuncts that translate run in the scan on the encoded data (exactly Polars' rows: NaN
+  ordering, nulls and literal types are followed, and ``test_pushed_filters_are_exact``
+  checks random predicates against Polars); a conjunct that does not (``str.contains``,
+  arithmetic, casts, NaN/inf literals, ...) is evaluated by Polars on each batch in the
+  reader. With a slice the slice comes first and Polars evaluates every filter on the
+  sliced rows. Where the scan adds hive partition or file path columns, Polars may hand a
+  reader a filter naming them (an OR of a partition and a file column), which no file can
+  evaluate: those scans announce ``"partial"`` (the reader uses what translates to skip
+  work, Polars filters again); scans that insert missing columns or cast announce none
+  (Polars 2.1 panics handing filters to the readers of a scan that inserts columns).
 * **Multi-file.** Polars drives one reader per file, checks each file's schema against the
   first (or ``schema=``), and runs files on its pipelines. The scan is built with Polars'
   own ``ScanOptions`` (``PyLazyFrame.new_from_external_reader_builder``; the public
@@ -42,13 +41,19 @@ Polars offers two Python scan-source APIs. We use ``scan_external_reader`` (one
   Those entry points, and ``polars.io._expand_paths`` (which finds the first file, whose
   header is the schema), are internal to Polars 2.1: the ``polars`` extra pins
   ``>=2.1,<2.2``, :func:`register` checks it, and ``tests/test_polars_options.py``
-  compares every option with ``scan_parquet``. Polars 2.1 panics when it hands filters to
-  an external reader of a scan that inserts missing columns, so with
-  ``missing_columns="insert"`` Polars applies the filters itself.
-* **explain().** ``register_io_source`` fixes ``explain_detail`` when the frame is built,
-  before any filter exists. The resolver is called with the query's projection, limit and
-  filters during optimization, so the plan shows per query what runs on encoded data
-  (``vortex filter``) and what Polars evaluates (``polars filter``).
+  compares every option with ``scan_parquet``.
+* **The schema when the frame is built.** An external-reader scan takes the file columns
+  when it is built, so ``scan_vortex_ipc`` reads the first source's header then (kept per
+  file version: an unchanged file is not read again). Errors are still raised by
+  ``collect``, as ``scan_parquet`` raises them: where that read fails (a missing file, a
+  malformed header), and for URLs (no remote IO before a query), the frame is a small
+  ``LazyFrameResolver`` that reads the header when the query runs. A file rewritten after
+  the frame was built is read as it is then, and a schema that no longer matches is
+  Polars' ``SchemaError`` (Polars fixes a ``scan_parquet`` frame's schema when it first
+  resolves it). A resolver on every frame would cost every query three Python thread
+  pools (one per callback: about 0.8 ms on a 2-core machine, more than a tiny query).
+* **explain()** shows the filters under the scan (``SELECTION``) and how its readers apply
+  them; ``on_scan=`` shows each file's ``vortex_io.Scan`` with the filter it ran.
 * Both APIs pass our exception classes through both engines unchanged.
 
 Literals are read from ``expr.meta.serialize(format="json")``: typed scalars (ints,
@@ -68,11 +73,11 @@ import io
 import json
 import operator
 import os
-import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
+from typing import Literal as TypeLiteral
 
 import vortex_io as vio
 from vortex_io import _fs
@@ -140,6 +145,11 @@ class _Sources:
             key = f"<{kind} #{i}{': ' + name if isinstance(name, str) else ''}>"
             self._items[key] = item
         self._keys = list(self._items)
+
+    def remote_free(self) -> bool:
+        """Whether no source is a URL (reading a header is local IO at most)."""
+        return not any(isinstance(s, (str, os.PathLike)) and _fs.is_remote(os.fspath(s))
+                       for s in self._raw)
 
     def single_directory(self) -> bool:
         """Whether the scan is of one local directory."""
@@ -521,9 +531,18 @@ def translate_predicate(filters: Sequence[pl.Expr], arrow_schema: pa.Schema,
 #: (dtype, Arrow schema) of each local file version (and ReaderLimits) a scan planned
 _HEADERS = FileVersions(maxsize=1024)
 
+#: what the readers' filter support means, for explain()
+_FILTER_SUPPORT = {
+    "full": "applied by the reader: on the encoded data where they translate, by Polars on "
+            "each batch where not",
+    "partial": "used by the reader to skip work; Polars applies them again (the scan adds "
+               "partition or file path columns)",
+    None: "applied by Polars (the scan inserts missing columns or casts)",
+}
+
 
 class _Spec:
-    """What one ``scan_vortex_ipc`` call scans, shared by its resolver and readers."""
+    """What one ``scan_vortex_ipc`` call scans, shared by its readers (and its resolver)."""
 
     def __init__(self, sources: _Sources, limits: Any,
                  on_scan: Callable[[vio.Scan], None] | None, batch_size: int | None,
@@ -536,6 +555,10 @@ class _Spec:
         self.categorical = categorical
         self.user_schema = schema  # a pl.Schema or None
         self.scan_options = scan_options  # ScanOptions keywords (hive, paths, columns)
+        #: what the readers tell Polars about its filters (set by ``settle``): "full" (the
+        #: reader applies them exactly), "partial" (they only save work: Polars applies them
+        #: again) or None (Polars filters)
+        self.filter_support: TypeLiteral["full", "partial"] | None = None
         self._lock = threading.Lock()
         self._schemas: dict[str | bytes, tuple[Any, Any, Any, tuple[str, ...]]] = {}
         self._full_schema: Any = None
@@ -543,23 +566,30 @@ class _Spec:
     # what the scan's rows look like -------------------------------------------------------
     def file_schema(self, key: str | bytes) -> tuple[Any, Any, Any, tuple[str, ...]]:
         """(Vortex dtype, Arrow schema, Polars schema, the columns read as Categorical) of
-        one source (header only)."""
+        one source (header only). A local file's are those of its current version (a file
+        rewritten after the frame was built is checked against the scan's schema by
+        Polars); other sources' are read once per scan."""
+        src = self.sources.get(key)
+        if isinstance(src, str) and not _fs.is_remote(src):
+            return self._derive(*self._header(key))
         ck = key if isinstance(key, str) else bytes(key)
         with self._lock:
             hit = self._schemas.get(ck)
         if hit is None:
-            dtype, arrow_schema = self._header(key)
-            schema = _polars_schema(arrow_schema)
-            cats = _categorical_columns(self.categorical, schema)
-            if cats:
-                import polars as pl
-
-                schema = pl.Schema({n: pl.Categorical() if n in cats else t
-                                    for n, t in schema.items()})
-            hit = (dtype, arrow_schema, schema, cats)
+            hit = self._derive(*self._header(key))
             with self._lock:
                 self._schemas[ck] = hit
         return hit
+
+    def _derive(self, dtype: Any, arrow_schema: Any) -> tuple[Any, Any, Any, tuple[str, ...]]:
+        schema = _polars_schema(arrow_schema)
+        cats = _categorical_columns(self.categorical, schema)
+        if cats:
+            import polars as pl
+
+            schema = pl.Schema({n: pl.Categorical() if n in cats else t
+                                for n, t in schema.items()})
+        return dtype, arrow_schema, schema, cats
 
     def _header(self, key: str | bytes) -> tuple[Any, Any]:
         """(Vortex dtype, Arrow schema) of one source from its DType message. A local file's
@@ -592,30 +622,38 @@ class _Spec:
             if so.get("include_file_paths") is None and not so.get("hive_partitioning"):
                 full = self.file_columns()
             else:
-                full = self.external(None, {}).collect_schema()
+                full = self.external().collect_schema()
             self._full_schema = full
         return self._full_schema
 
-    def external(self, exact: Expr | None, props: dict[str, str]) -> pl.LazyFrame:
+    def settle(self) -> None:
+        """Decide, once the scan's schema is known, how its readers take Polars' filters."""
+        so = self.scan_options
+        if so.get("missing_columns", "raise") != "raise" or so.get("cast_options") is not None:
+            # a file may lack a column or hold another type: Polars filters after inserting or
+            # casting (and Polars 2.1 panics handing filters to the readers of a scan that
+            # inserts missing columns)
+            self.filter_support = None
+        elif len(self.full_schema()) != len(self.file_columns()):
+            # partition or file path columns: Polars hands the readers filters that name them
+            # (an OR of a partition and a file column), which no file can evaluate
+            self.filter_support = "partial"
+        else:
+            self.filter_support = "full"
+
+    def external(self) -> pl.LazyFrame:
         """The external-reader scan of every source under Polars' multi-file options."""
         from polars._plr import PyLazyFrame
         from polars._utils.wrap import wrap_ldf
         from polars.io.scan_options._options import ScanOptions
 
-        builder = _reader_classes()[0](self, props, exact)
+        builder = _reader_classes()[0](self)
         opts = ScanOptions(expand_paths=self.sources.local, glob=self.sources.glob,
                            hidden_file_prefix=self.sources.hidden_file_prefix,
                            **self.scan_options)
         return wrap_ldf(PyLazyFrame.new_from_external_reader_builder(
             sources=self.sources.polars_sources(), reader_builder=builder,
             schema=self.file_columns(), scan_options=opts))
-
-    def exact_allowed(self) -> bool:
-        """Whether a translated filter may be the scan's own (Polars then neither reads its
-        columns nor filters again): not when a file may lack a column (missing columns
-        inserted as nulls) or hold another type (cast options)."""
-        so = self.scan_options
-        return so.get("missing_columns", "raise") == "raise" and so.get("cast_options") is None
 
     def open(self, key: str | bytes, **kw: Any) -> vio.Scan:
         src = self.sources.get(key)
@@ -631,10 +669,9 @@ class _Reader:
     """One source, as Polars' ``FileReader`` protocol wants it (``VortexFileReader`` adds
     the ABC; ``VortexReaderBuilder.build_file_reader`` creates one per source)."""
 
-    def __init__(self, spec: _Spec, key: str | bytes, exact: Expr | None = None) -> None:
+    def __init__(self, spec: _Spec, key: str | bytes) -> None:
         self.spec = spec
         self.key = key
-        self.exact = exact  # the resolver's filter: the reader's rows are those it keeps
         self._nrows: int | None = None
 
     def schema(self) -> pl.Schema:
@@ -652,9 +689,7 @@ class _Reader:
     def n_rows_in_file(self, limit: int | None = None) -> int:
         if self._nrows is None:
             n = 0
-            # headers only without a filter (nothing decoded); with one, the mask of each
-            # message (the filter's columns on their encoded data)
-            for b in self.spec.open(self.key, columns=[], filter=self.exact):
+            for b in self.spec.open(self.key, columns=[]):  # headers only, nothing decoded
                 n += b.num_rows
                 if limit is not None and n >= limit:
                     return n
@@ -669,13 +704,19 @@ class _Reader:
         offset, limit = (0, None) if pre_slice is None else pre_slice
         if offset < 0:
             raise ValueError(f"negative pre_slice offset {offset} (not announced as supported)")
-        vfilter = self.exact
-        if filters and pre_slice is None:
-            # Polars re-applies these filters ("partial"): push what translates, as is
-            # (a conjunct on a column this file lacks does not translate)
-            partial, _ = translate_predicate([f.expr for f in filters], arrow_schema, dtype)
-            if partial is not None:
-                vfilter = partial if vfilter is None else And(vfilter, partial)
+        exprs = [f.expr for f in filters]
+        full = spec.filter_support == "full"
+        vfilter: Expr | None = None
+        after: list[pl.Expr] = []  # what Polars evaluates on each batch
+        if exprs and pre_slice is not None:
+            # the slice comes first (Polars' order), then every filter, on the sliced rows
+            after = exprs if full else []
+        elif exprs:
+            # the conjuncts that translate run on the encoded data (exactly Polars' rows:
+            # test_pushed_filters_are_exact); with "full" the others run here, with "partial"
+            # Polars applies them all again
+            vfilter, kept = translate_predicate(exprs, arrow_schema, dtype)
+            after = kept if full else []
         # a column this file lacks is Polars' to insert (missing_columns="insert")
         names = set(arrow_schema.names)
         cols = [c for c in columns if c in names]
@@ -686,7 +727,8 @@ class _Reader:
             spec.on_scan(scan)
         try:
             for batch in scan:
-                yield _to_polars(batch, cats)
+                df = _to_polars(batch, cats)
+                yield df.filter(*after) if after else df
         except VortexIPCError as e:
             raise e.locate(source=spec.sources.label(self.key)) from None
 
@@ -701,24 +743,20 @@ def _reader_classes() -> tuple[type, type]:
             pass
 
         class VortexReaderBuilder(FileReaderBuilder):
-            def __init__(self, spec: _Spec, properties: dict[str, str],
-                         exact: Expr | None = None) -> None:
+            def __init__(self, spec: _Spec) -> None:
                 self.spec = spec
-                self.properties = properties
-                self.exact = exact
 
             def reader_capabilities(self) -> Any:
-                # Polars 2.1 panics ("unsupported args") when it hands filters to an external
-                # reader of a scan that inserts missing columns: it filters itself then
-                partial = self.spec.exact_allowed()
                 return ReaderCapabilities(pre_slice=True,
-                                          supported_filter="partial" if partial else None)
+                                          supported_filter=self.spec.filter_support)
 
             def build_file_reader(self, source: str | bytes, multi_scan_context: Any) -> Any:
-                return VortexFileReader(self.spec, source, self.exact)
+                return VortexFileReader(self.spec, source)
 
             def explain_properties(self) -> dict[str, str]:
-                return self.properties
+                n = len(self.spec.sources._raw)
+                return {"format": f"vortex-ipc ({n} source{'s' if n != 1 else ''})",
+                        "filters": _FILTER_SUPPORT[self.spec.filter_support]}
 
         _CLASSES = (VortexReaderBuilder, VortexFileReader)
     return _CLASSES
@@ -734,8 +772,9 @@ def _resolver_class() -> type:
         from polars.lazyframe.resolver import LazyFrameResolver, ResolvedLazyFrameProps
 
         class VortexScan(LazyFrameResolver):
-            """Resolves a query's projection/limit/filters into an external-reader scan
-            whose explain() shows what runs on encoded data."""
+            """The scan of sources whose schema is read when a query runs, not when the frame
+            is built (a URL, or a source that could not be read then): what the first query
+            resolves to is the external-reader scan."""
 
             def __init__(self, spec: _Spec) -> None:
                 self.spec = spec
@@ -749,49 +788,24 @@ def _resolver_class() -> type:
                                   existing_resolved_version_key: str | None) -> Any:
                 import polars as pl
 
-                spec = self.spec
+                self.spec.settle()
+                lf = self.spec.external()
                 exprs = [f.expr for f in filters]
-                if exprs:
-                    dtype, arrow_schema, _, _ = spec.file_schema(spec.sources.first())
-                    pushed, kept = translate_predicate(exprs, arrow_schema, dtype)
-                else:
-                    pushed, kept = None, []
-                # Without a limit the translated conjuncts are the scan's own filter: they
-                # give exactly Polars' rows (test_pushed_filters_are_exact), so Polars neither
-                # reads their columns nor filters again; what does not translate stays a
-                # Polars filter. A limit applies before the filters (Polars' order), so with
-                # one every filter stays Polars' and the translation only skips work.
-                exact = pushed if limit is None and spec.exact_allowed() else None
-                post = kept if exact is not None else exprs
-                props = {"format": f"vortex-ipc ({len(spec.sources._raw)} source(s))",
-                         "vortex filter": _show(pushed) if pushed is not None else "none"}
-                if post:
-                    props["polars filter"] = _show(" & ".join(str(k) for k in post))
-                if limit is not None:
-                    props["limit"] = str(limit)
-                lf = spec.external(exact, props)
-                if (projection is not None and filter_drop_columns_idx is not None
-                        and exact is not None and not post):
-                    # columns at and past the index serve only the filters, which the scan ran
-                    projection = projection[:filter_drop_columns_idx]
-                # the order Polars' own resolvers use: limit, projection, then filters
+                # the order Polars' own resolvers use: limit, projection, then filters (which
+                # Polars pushes into the scan above)
                 if limit is not None:
                     lf = lf.head(limit)
                 if projection is not None:
                     lf = lf.select(projection) if projection else lf.drop(pl.selectors.all())
-                if post:
-                    lf = lf.filter(reduce(operator.and_, post))
+                if exprs:
+                    lf = lf.filter(reduce(operator.and_, exprs))
+                    if projection is not None and filter_drop_columns_idx is not None:
+                        # columns at and past the index serve only the filters
+                        lf = lf.select(projection[:filter_drop_columns_idx])
                 return lf, ResolvedLazyFrameProps(applied_filters=range(len(exprs)))
 
         _RESOLVER = VortexScan
     return _RESOLVER
-
-
-def _show(e: Any) -> str:
-    """One line for explain(): pyarrow scalar reprs shortened, double quotes as single
-    (Polars prints property values escaped)."""
-    return re.sub(r"<pyarrow\.\w*Scalar: (.*?)>", r"\1", repr(e) if isinstance(e, Expr) else e
-                  ).replace('"', "'")
 
 
 def _check_polars() -> Any:
@@ -847,8 +861,9 @@ def scan_vortex_ipc(
     columns, checked against every file; no file is read to plan), ``cast_options``,
     ``n_rows``, ``row_index_name``/``row_index_offset``, ``cache``. ``storage_options``
     go to fsspec for URL sources (Polars' own cloud options do not apply: the streams are
-    read by vortex_io). Errors about the files (missing, malformed, mismatched schemas)
-    are raised by ``collect``.
+    read by vortex_io). The frame's schema is the first local source's header, read when
+    the frame is built (URLs are read when a query runs); errors about the files
+    (missing, malformed, mismatched schemas) are raised by ``collect``.
 
     ``batch_size``: split batches to at most this many rows. ``limits``: ``ReaderLimits``
     for untrusted input. ``on_scan``: called with each per-source ``vortex_io.Scan`` as it
@@ -857,7 +872,7 @@ def scan_vortex_ipc(
     string column; a name or names: those columns, which must be strings).
 
     Projection, filters and slices (``head``, ``slice``, ``tail``) are pushed down;
-    ``explain()`` shows which filters run on the encoded data.
+    ``explain()`` shows the filters the scan applies.
     """
     pl = _check_polars()
     if n_rows is not None and n_rows < 0:
@@ -877,12 +892,29 @@ def scan_vortex_ipc(
         options["hive_partitioning"] = sources.single_directory()
     spec = _Spec(sources, limits, on_scan, batch_size, categorical,
                  None if schema is None else pl.Schema(schema), options)
-    lf = pl.LazyFrame.from_lazyframe_resolver(_resolver_class()(spec))
+    lf = _build(spec)
     if n_rows is not None:  # before the row index: Polars pushes no slice below one
         lf = lf.head(n_rows)
     if row_index_name is not None:
         lf = lf.with_row_index(row_index_name, offset=row_index_offset)
     return lf
+
+
+def _build(spec: _Spec) -> pl.LazyFrame:
+    """The frame of a scan. Polars' external-reader scan wants the file columns when it is
+    built: they are the first source's header, read now (and kept per file version) for
+    local files and in-memory sources. Where that read fails (a missing file, a malformed
+    header) or would be remote IO, the frame is a resolver that reads the header when a
+    query runs, so the error is raised by ``collect``, as ``scan_parquet`` raises it."""
+    import polars as pl
+
+    if spec.user_schema is None and not spec.sources.remote_free():
+        return pl.LazyFrame.from_lazyframe_resolver(_resolver_class()(spec))
+    try:
+        spec.settle()
+    except Exception:  # raised again when the query reads the header
+        return pl.LazyFrame.from_lazyframe_resolver(_resolver_class()(spec))
+    return spec.external()
 
 
 def read_vortex_ipc(source: Any, *, columns: Sequence[str] | Sequence[int] | None = None,
