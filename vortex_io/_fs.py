@@ -41,7 +41,7 @@ INSTALL = "pip install 'vortex-io[fsspec]'"
 
 def is_url(source: Any) -> bool:
     """Whether ``source`` is a URL: a str starting with ``scheme://``."""
-    return isinstance(source, str) and _URL.match(source) is not None
+    return isinstance(source, str) and "://" in source and _URL.match(source) is not None
 
 
 def is_file_url(source: Any) -> bool:
