@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _memory
 from .. import dtype as dt
 from .._array import Array, ArrayParts, check_decoded_size, get_encoding
 from .._errors import (
@@ -128,8 +129,14 @@ def _located(msg: Message, dtype: dt.DType, limits: ReaderLimits, lazy: bool = F
 
 
 def aligned_empty(nbytes: int, alignment: int = 64) -> np.ndarray:
-    """An uninitialized uint8 array whose data address is a multiple of ``alignment``."""
-    raw = np.empty(nbytes + alignment, dtype=np.uint8)
+    """An uninitialized uint8 array whose data address is a multiple of ``alignment``.
+    Large ones come from pyarrow's memory pool (``_memory.empty``): blocks of file data and
+    joined message bodies from glibc's ``malloc`` page-faulted afresh whenever a new thread
+    (Polars runs each query's reader on one) was handed a trimmed arena: Polars' count query
+    on a 13 MB file took 30-40 ms instead of 10-13 ms for runs of 15 queries out of 40."""
+    if alignment <= 64 and nbytes >= _memory.POOL_MIN_BYTES:
+        return _memory.empty(nbytes, np.uint8)  # (pyarrow's buffers are 64-byte aligned)
+    raw = _memory.empty(nbytes + alignment, np.uint8)
     shift = (-raw.ctypes.data) % alignment
     return raw[shift : shift + nbytes]
 
