@@ -290,3 +290,24 @@ def test_chunked_feeding_keeps_alignment():
         assert x.ctypes.data % 8 == 0
     got = pa.Table.from_batches([pa.RecordBatch.from_struct_array(a.to_arrow()) for a in arrays])
     assert got.equals(TABLE)
+
+
+def test_read_ahead_of_a_large_file(tmp_path):
+    """A path read to the end reads its next block in the background: the same batches as
+    from bytes, whether read whole, by message range, stopped early or closed mid-way."""
+    t = pa.table({"x": np.arange(3_000_000), "y": np.arange(3_000_000) * 0.5})
+    p = tmp_path / "big.vxipc"
+    vio.write_ipc(p, t, compress=False, chunk_rows=100_000)  # 48 MB: blocks of 64 KiB, 4 and 64 MiB
+    data = p.read_bytes()
+    with vio.StreamReader(p) as r:
+        assert r.read_arrow().equals(vio.StreamReader(data).read_arrow())
+    assert vio.scan(p, columns=["y"]).to_arrow().equals(vio.scan(data, columns=["y"]).to_arrow())
+    spans = vio.message_spans(p)
+    got = vio.scan(p, messages=range(spans[20].index, spans[25].index)).to_arrow()
+    assert got.equals(t.slice(2_000_000, 500_000))
+    with vio.StreamReader(p) as r:
+        r.read_ahead = True
+        first = next(iter(r))  # the next block is being read: close while it is
+        assert first.num_rows == 100_000
+    assert r._src.file is None or r._src.file.closed
+    assert vio.scan(p, limit=5).to_arrow().equals(t.slice(0, 5))

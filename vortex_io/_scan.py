@@ -555,6 +555,7 @@ class Scan:
             else:
                 reader = self._open(src)
             skipped = 0  # bytes before a message range that were jumped over, never read
+            reader.read_ahead = self.limit is None  # a scan without a limit reads to the end
             try:
                 if self.messages is not None:
                     skipped = self._enter_range(reader)

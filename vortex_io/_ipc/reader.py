@@ -13,8 +13,12 @@ import io
 import os
 import socket
 import stat
+import threading
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
+
+import numpy as np
 
 from .. import _fs
 from .. import _native_glue as ng
@@ -299,6 +303,20 @@ def _stream_header(first: Message | None, limits: ReaderLimits) -> tuple[dt.DTyp
     return first.dtype(limits), first.metadata
 
 
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _read_ahead_pool() -> ThreadPoolExecutor:
+    """The threads that read local files' next blocks in the background (one per core)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max(1, os.cpu_count() or 1),
+                                       thread_name_prefix="vortex-io-read")
+        return _POOL
+
+
 #: a file named by path is read ahead of the decoder in a first block of ``_fs.FIRST_READ``
 #: (its DType message: opening a reader for its schema reads little), then one of
 #: LOCAL_SECOND_READ (a scan that stops early reads little more), then blocks of
@@ -330,6 +348,10 @@ class _Source:
         #: range is entered by a jump): a URL, or a regular file named by path
         self.seekable = False
         self._local = False  # a regular local file, read into aligned blocks
+        #: read the next block of a local file in the background while the current one is
+        #: decoded (for a reader that reads to the end: ``StreamReader.read_ahead``)
+        self.read_ahead = False
+        self._ahead: Future[tuple[np.ndarray, int]] | None = None
         self._read = _fs.FIRST_READ
         self._owned: list[Any] = []
         if _fs.is_remote(source):
@@ -381,21 +403,16 @@ class _Source:
             return False
         least = need = max(dec.bytes_needed, 1)
         if self._local:
-            # ahead of the decoder: a first block, then one of LOCAL_SECOND_READ, then the
-            # rest of the file in blocks of LOCAL_MAX_READ (a message across two blocks is
-            # copied whole into one, so few, large blocks: a few messages are copied)
-            need = max(need, self._read)
-            self._read = LOCAL_SECOND_READ if self._read < LOCAL_SECOND_READ else LOCAL_MAX_READ
-            pos = self.file.tell()
-            # no more than the file holds (a small file: one read; at its end, a read of
-            # what the decoder needs tells whether it grew)
-            need = max(min(need, self._size - pos), least)
-            phase = pos % STREAM_ALIGNMENT
-            block = aligned_empty(need + phase, STREAM_ALIGNMENT)[phase:]
-            got = self.file.readinto(block)
+            ahead, self._ahead = self._ahead, None
+            # the block read in the background (its error raised here), else a block now (a
+            # block read ahead may be less than the decoder needs: it asks again)
+            block, got = ahead.result() if ahead is not None else self._read_block(least)
             if not got:
                 return False
             dec.feed(block[:got])
+            if self.read_ahead and got == len(block) and self.file.tell() < self._size:
+                # the next block is read while the caller decodes this one
+                self._ahead = _read_ahead_pool().submit(self._read_block, 1)
             return True
         if self.seekable:  # a URL: ahead of the decoder, in blocks that grow
             need, self._read = max(need, self._read), min(self._read * 2, _fs.MAX_READ)
@@ -405,6 +422,32 @@ class _Source:
         dec.feed(data)
         return True
 
+    def _read_block(self, least: int) -> tuple[np.ndarray, int]:
+        """The next block of a local file: (aligned block, bytes read into it). A first
+        block, then one of LOCAL_SECOND_READ, then the rest of the file in blocks of
+        LOCAL_MAX_READ (a message across two blocks is copied whole into one: few, large
+        blocks copy few messages); at least ``least`` bytes, at most what the file holds
+        (a small file: one read; at its end, a read of ``least`` tells whether it grew)."""
+        need = max(least, self._read)
+        self._read = LOCAL_SECOND_READ if self._read < LOCAL_SECOND_READ else LOCAL_MAX_READ
+        pos = self.file.tell()
+        need = max(min(need, self._size - pos), least)
+        phase = pos % STREAM_ALIGNMENT
+        block = aligned_empty(need + phase, STREAM_ALIGNMENT)[phase:]
+        return block, self.file.readinto(block) or 0
+
+    def _settle(self) -> None:
+        """Wait for a background read (before the file is moved or closed); its block is
+        dropped, and the file is put back where the decoder's bytes end."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            try:
+                _, got = ahead.result()
+            except OSError:
+                return
+            if got:
+                self.file.seek(-got, os.SEEK_CUR)
+
     def jump(self, dec: MessageDecoder, offset: int, index: int) -> None:
         """Continue ``dec`` at the message at stream ``offset``, numbered ``index``, without
         reading the bytes before it: a whole buffer is skipped in, a file seeks past what
@@ -412,11 +455,13 @@ class _Source:
         if not self.seekable:
             dec.skip_to(offset, index)
             return
+        self._settle()
         dec.skip_to(offset, index, past_buffer=True)
         if offset > self.file.tell():
             self.file.seek(offset)
 
     def close(self) -> None:
+        self._settle()
         for o in reversed(self._owned):
             o.close()
         self._owned.clear()
@@ -593,6 +638,18 @@ class StreamReader:
         self._dec.background_checks = bool(on)
 
     @property
+    def read_ahead(self) -> bool:
+        """Whether a file named by path reads its next block on a background thread while
+        the messages of the current one are decoded (worth it for a reader that reads to
+        the end: ``read_arrow`` and scans without a limit set it; off by default, so a
+        reader that stops early reads no block for nothing). Other sources ignore it."""
+        return self._src.read_ahead
+
+    @read_ahead.setter
+    def read_ahead(self, on: bool) -> None:
+        self._src.read_ahead = bool(on)
+
+    @property
     def schema(self) -> Any:
         """The Arrow schema batches convert to (struct streams: one field per column)."""
         return self._schema()
@@ -649,6 +706,7 @@ class StreamReader:
         ``VORTEX_IO_NATIVE=0``, decodes on the calling thread.)
         """
         n = ng.decode_threads(threads)
+        self.read_ahead = True  # to the end
         if ng.enabled():
             return self._read_arrow_native(string_view, n)
         return self._read_arrow(string_view)
