@@ -561,7 +561,10 @@ class _Spec:
         self.filter_support: TypeLiteral["full", "partial"] | None = None
         self._lock = threading.Lock()
         self._schemas: dict[str | bytes, tuple[Any, Any, Any, tuple[str, ...]]] = {}
+        #: what file_schema derived from each header read (kept per file version)
+        self._derived: dict[int, tuple[Any, tuple[Any, Any, Any, tuple[str, ...]]]] = {}
         self._full_schema: Any = None
+        self._file_columns: Any = None
 
     # what the scan's rows look like -------------------------------------------------------
     def file_schema(self, key: str | bytes) -> tuple[Any, Any, Any, tuple[str, ...]]:
@@ -571,7 +574,16 @@ class _Spec:
         Polars); other sources' are read once per scan."""
         src = self.sources.get(key)
         if isinstance(src, str) and not _fs.is_remote(src):
-            return self._derive(*self._header(key))
+            header = self._header(key)
+            with self._lock:
+                hit = self._derived.get(id(header))
+            if hit is None or hit[0] is not header:  # (a new version's header)
+                hit = (header, self._derive(*header))
+                with self._lock:
+                    if len(self._derived) >= 64:  # (headers not kept per version: fresh ones)
+                        self._derived.clear()
+                    self._derived[id(header)] = hit
+            return hit[1]
         ck = key if isinstance(key, str) else bytes(key)
         with self._lock:
             hit = self._schemas.get(ck)
@@ -609,10 +621,13 @@ class _Spec:
         return out
 
     def file_columns(self) -> Any:
-        """The file columns of the scan: ``schema=`` if given, else the first source's."""
+        """The file columns of the scan: ``schema=`` if given, else the first source's when
+        first asked (the frame's schema, fixed from then on)."""
         if self.user_schema is not None:
             return self.user_schema
-        return self.file_schema(self.sources.first())[2]
+        if self._file_columns is None:
+            self._file_columns = self.file_schema(self.sources.first())[2]
+        return self._file_columns
 
     def full_schema(self) -> Any:
         """The scan's schema: the file columns, then hive partition columns and the file
