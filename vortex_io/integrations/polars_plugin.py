@@ -576,14 +576,14 @@ class _Spec:
         if isinstance(src, str) and not _fs.is_remote(src):
             header = self._header(key)
             with self._lock:
-                hit = self._derived.get(id(header))
-            if hit is None or hit[0] is not header:  # (a new version's header)
-                hit = (header, self._derive(*header))
+                memo = self._derived.get(id(header))
+            if memo is None or memo[0] is not header:  # (a new version's header)
+                memo = (header, self._derive(*header))
                 with self._lock:
                     if len(self._derived) >= 64:  # (headers not kept per version: fresh ones)
                         self._derived.clear()
-                    self._derived[id(header)] = hit
-            return hit[1]
+                    self._derived[id(header)] = memo
+            return memo[1]
         ck = key if isinstance(key, str) else bytes(key)
         with self._lock:
             hit = self._schemas.get(ck)
