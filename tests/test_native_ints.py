@@ -703,3 +703,50 @@ def test_bitpacked_take_dense_and_sparse_chunks(t, nulls):
             want = want_all.take(pa.array(idx, pa.int64()))
             assert got.equals(want), (t, nulls, start, stop, len(idx))
         assert nat.handled.get("take"), "the bitpacked node's own take did not answer"
+
+
+# -- a row patched twice (malformed) takes its last patch: the decode's scatter -----------------
+
+def _twice_patched(k: int):
+    """An array whose patch indices name row 5 twice (sorted, so accepted): a sparse array,
+    a patched bitpacked array or a patched ALP array; and what row 5 decodes to."""
+    from vortex_io.encodings._alp import alp_array
+    from vortex_io.encodings._bitpacked import bitpacked_array
+    from vortex_io.encodings._patches import PatchesMeta, make_patches
+
+    if k == 0:
+        vals = primitive_array(np.array([7, 8, 9], dtype=np.int64),
+                               bool_array(np.array([True, False, True])), nullable=True)
+        return sparse_array(primitive_array(np.array([2, 5, 5], dtype=np.uint8)), vals, 12, 0), 9
+    if k == 1:
+        words = np.zeros(1024 * 4 // 64, dtype=np.uint64)  # 1024 values of 4 bits: all 0
+        pv = primitive_array(np.array([100, 200, 300], dtype=np.int64))
+        return bitpacked_array(words, dt.int64(), 12, 4,
+                               patches=make_patches(np.array([2, 5, 5]), pv)), 300
+    raw, kids = make_patches(np.array([3, 5, 5]), primitive_array(np.array([1.5, 2.5, 3.5])))
+    enc = primitive_array(np.arange(12, dtype=np.int64))
+    return alp_array(enc, 1, 0, (PatchesMeta.decode(raw, "t"), kids)), 3.5
+
+
+@pytest.mark.parametrize("k", range(3))
+def test_a_row_patched_twice_takes_its_last_patch(k):
+    """A take gives the rows the decode gives, also for a row patched twice (the last patch
+    wins, as the decode's scatter leaves it): the native node's take (kernel_probe) and the
+    numpy reference's."""
+    from tests.test_native_hooks import Native
+    from vortex_io.compute._kernels import take
+
+    arr, row5 = _twice_patched(k)
+    data = stream_of(arr)
+    idx = np.array([0, 2, 5, 11], dtype=np.int64)
+    with ng.use_native(False):
+        full = vio.StreamReader(data).read_arrow()
+        full = full.combine_chunks() if isinstance(full, pa.ChunkedArray) else full
+        ref = take(next(iter(vio.StreamReader(data))).array, idx).to_arrow()
+    want = full.take(pa.array(idx))
+    assert full[5].as_py() == row5
+    assert ref.equals(want), (arr.encoding, ref, want)
+    if NATIVE:
+        nat = Native(ng.native(), arr)
+        assert nat.take(idx).equals(want), arr.encoding
+        assert nat.handled.get("take"), "the node's own take did not answer"

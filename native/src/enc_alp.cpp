@@ -318,8 +318,8 @@ class AlpEnc : public Encoding {
     const auto& m = n.m<AlpMeta>();
     if (k && m.has_patches()) {
       AlpPatches ps = patches_of(n, c);
-      // the taken rows that are patched and the patch each takes (the first at its
-      // position: patch_hits' searchsorted), both sorted: a merge
+      // the taken rows that are patched and the patch each takes (the last at its
+      // position, as the decode's scatter leaves it: patch_hits), both sorted: a merge
       std::vector<uint64_t> rows;
       std::vector<uint32_t> which;
       const uint64_t* p = ps.p();
@@ -328,6 +328,7 @@ class AlpEnc : public Encoding {
       const F* s = ps.values.vals<F>();
       for (size_t i = 0; i < k && j < ps.k; i++) {
         while (j < ps.k && p[j] < idx[i]) j++;
+        while (j + 1 < ps.k && p[j + 1] == idx[i]) j++;
         if (j < ps.k && p[j] == idx[i]) {
           d[i] = s[j];
           rows.push_back(i);

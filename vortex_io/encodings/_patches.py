@@ -101,11 +101,12 @@ def patch_positions(meta: PatchesMeta, indices: Array, n: int) -> tuple[np.ndarr
 
 def patch_hits(positions: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Which taken rows are patched: (the places in ``idx`` whose row is one of the sorted
-    patch ``positions``, and the patch each one takes), by binary search."""
+    patch ``positions``, and the patch each one takes), by binary search. A row patched
+    twice (a malformed stream) takes its last patch, as the decode's scatter leaves it."""
     if len(positions) == 0 or len(idx) == 0:
         none = np.zeros(0, dtype=np.intp)
         return none, none
-    k = np.minimum(np.searchsorted(positions, idx), len(positions) - 1)
+    k = np.maximum(np.searchsorted(positions, idx, side="right") - 1, 0)
     hit = positions[k] == idx
     return np.flatnonzero(hit), k[hit]
 
