@@ -104,7 +104,7 @@ test-asan: $(ASAN_STAMP)
 # the libFuzzer harnesses (native/fuzz, clang: installed from Debian's packages, clang and
 # its runtimes libclang-rt-dev, when it cannot link a fuzzer)
 FUZZ_NATIVE_BUILD ?= build/fuzz
-FUZZ_HARNESSES ?= fuzz_message fuzz_fastlanes fuzz_bitmap fuzz_scalar
+FUZZ_HARNESSES ?= fuzz_message fuzz_take fuzz_fastlanes fuzz_bitmap fuzz_scalar
 
 fuzz-native-build:
 	echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' \

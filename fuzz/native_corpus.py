@@ -181,6 +181,8 @@ def _header_inputs() -> Iterator[bytes]:
 #: harness -> its seed inputs
 HARNESSES = {
     "fuzz_message": lambda: (x for s in stream_seeds().values() for x in message_inputs(s)),
+    # the take harness reads fuzz_message's input format
+    "fuzz_take": lambda: (x for s in stream_seeds().values() for x in message_inputs(s)),
     "fuzz_fastlanes": _fastlanes_inputs,
     "fuzz_bitmap": _bitmap_inputs,
     "fuzz_scalar": _scalar_inputs,

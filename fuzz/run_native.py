@@ -28,7 +28,7 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DEFAULT = ["fuzz_message", "fuzz_fastlanes", "fuzz_bitmap", "fuzz_scalar", "fuzz_header"]
+DEFAULT = ["fuzz_message", "fuzz_take", "fuzz_fastlanes", "fuzz_bitmap", "fuzz_scalar", "fuzz_header"]
 
 
 def _stats(log: str) -> dict:
