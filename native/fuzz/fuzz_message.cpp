@@ -23,49 +23,23 @@
 using namespace vx;
 using namespace vxfuzz;
 
-namespace {
-
-// the reader's limits under fuzz/harness.py's FUZZ_LIMITS (64 MiB per batch)
-Limits fuzz_limits() {
-  Limits l;
-  l.max_body_bytes = 64u << 20;
-  l.max_decoded_bytes = 64u << 20;
-  return l;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in{data, size};
   uint8_t flags = in.u8();
   const bool string_view = flags & 1;
   const int threads = (flags & 4) ? 2 : 1;
-  Bytes program = in.take(in.le<uint16_t>());
   DTypeArena arena;
-  const DType* root;
-  try {
-    root = parse_dtype_program(program, arena);
-  } catch (Error&) {
-    return -1;  // not a dtype: reject (keeps it out of the corpus)
-  }
-  std::vector<MsgIn> msgs(1);
-  MsgIn& m = msgs[0];
-  m.rows = in.le<uint64_t>();
-  unsigned ne = in.u8();
-  for (unsigned i = 0; i < ne; i++) {
-    uint8_t l = in.u8();
-    Bytes id = in.take(l & 0x7f);
-    m.encodings.emplace_back(reinterpret_cast<const char*>(id.p), id.n);
-    m.known.push_back((l & 0x80) != 0);
-  }
-  m.body = heap_copy(in.rest());
+  const DType* root = read_dtype(in, arena);
+  if (!root) return -1;  // not a dtype: reject (keeps it out of the corpus)
+  std::vector<MsgIn> msgs;
+  msgs.push_back(read_message(in));
 
   std::vector<int> fields;
   const bool by_field = (flags & 2) && root->kind == Kind::Struct;
   if (by_field)
     for (size_t i = 0; i < root->children.size(); i++) fields.push_back(int(i));
   ColCheck check = [&](const Col& c, const DType& d) { check_col(c, d, string_view); };
-  std::vector<MsgOut> out = decode_messages(msgs, root, fuzz_limits(), by_field ? &fields : nullptr,
+  std::vector<MsgOut> out = decode_messages(msgs, root, message_limits(), by_field ? &fields : nullptr,
                                             string_view, threads, &check);
   static const bool verbose = std::getenv("VX_FUZZ_VERBOSE") != nullptr;
   for (MsgOut& o : out) {

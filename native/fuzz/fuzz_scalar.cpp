@@ -13,14 +13,9 @@ using namespace vxfuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in{data, size};
-  Bytes program = in.take(in.le<uint16_t>());
   DTypeArena arena;
-  const DType* d;
-  try {
-    d = parse_dtype_program(program, arena);
-  } catch (Error&) {
-    return -1;
-  }
+  const DType* d = read_dtype(in, arena);
+  if (!d) return -1;
   uint64_t rows = in.u8();
   Bytes raw = in.rest();
   Buf copy = heap_copy(raw);

@@ -31,13 +31,6 @@ using namespace vxfuzz;
 
 namespace {
 
-Limits fuzz_limits() {
-  Limits l;
-  l.max_body_bytes = 64u << 20;
-  l.max_decoded_bytes = 64u << 20;
-  return l;
-}
-
 struct Rng {
   uint64_t s;
   uint64_t next() {  // splitmix64
@@ -146,24 +139,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in{data, size};
   uint8_t flags = in.u8();
   const bool string_view = flags & 1;
-  Bytes program = in.take(in.le<uint16_t>());
   DTypeArena arena;
-  const DType* root;
-  try {
-    root = parse_dtype_program(program, arena);
-  } catch (Error&) {
-    return -1;
-  }
-  MsgIn m;
-  m.rows = in.le<uint64_t>();
-  unsigned ne = in.u8();
-  for (unsigned i = 0; i < ne; i++) {
-    uint8_t l = in.u8();
-    Bytes id = in.take(l & 0x7f);
-    m.encodings.emplace_back(reinterpret_cast<const char*>(id.p), id.n);
-    m.known.push_back((l & 0x80) != 0);
-  }
-  m.body = heap_copy(in.rest());
+  const DType* root = read_dtype(in, arena);
+  if (!root) return -1;
+  MsgIn m = read_message(in);
 
   Tree t;
   std::vector<int> fields;
@@ -171,7 +150,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (by_field)
     for (size_t i = 0; i < root->children.size(); i++) fields.push_back(int(i));
   try {
-    prepare_tree(t, m, fuzz_limits());
+    prepare_tree(t, m, message_limits());
     build_tree(t, root, by_field ? &fields : nullptr);
   } catch (Error&) {
     return 0;

@@ -11,6 +11,7 @@
 #include "vx.h"
 #include "dtype.h"
 #include "memory.h"
+#include "message.h"
 
 namespace vxfuzz {
 
@@ -58,6 +59,42 @@ inline Buf heap_copy(Bytes b) {
   if (b.n) std::memcpy(m->base, b.p, b.n);
   uint8_t* p = m->base;
   return Buf(std::move(m), p, b.n);
+}
+
+// The dtype program of an input: the parsed dtype, or nullptr when it is not one (the
+// harness rejects the input: it stays out of the corpus).
+inline const DType* read_dtype(Input& in, DTypeArena& arena) {
+  Bytes program = in.take(in.le<uint16_t>());
+  try {
+    return parse_dtype_program(program, arena);
+  } catch (Error&) {
+    return nullptr;
+  }
+}
+
+// What fuzz_message and fuzz_take read after the flags and the dtype: one Array message as
+// the native reader gets it (row count, encodings table, body; native/fuzz/fuzz_message.cpp
+// has the byte layout).
+inline MsgIn read_message(Input& in) {
+  MsgIn m;
+  m.rows = in.le<uint64_t>();
+  unsigned ne = in.u8();
+  for (unsigned i = 0; i < ne; i++) {
+    uint8_t l = in.u8();
+    Bytes id = in.take(l & 0x7f);
+    m.encodings.emplace_back(reinterpret_cast<const char*>(id.p), id.n);
+    m.known.push_back((l & 0x80) != 0);
+  }
+  m.body = heap_copy(in.rest());
+  return m;
+}
+
+// the reader's limits under fuzz/harness.py's FUZZ_LIMITS (64 MiB per batch)
+inline Limits message_limits() {
+  Limits l;
+  l.max_body_bytes = 64u << 20;
+  l.max_decoded_bytes = 64u << 20;
+  return l;
 }
 
 // Read every byte of a buffer (an out-of-bounds range shows up under ASan).
