@@ -1,6 +1,6 @@
 """Readers, scans and the engine adapters used from several threads at once (issue 8).
 
-Each thread has its own reader or scan over the same file (memory-mapped) or the same bytes;
+Each thread has its own reader or scan over the same file (read in blocks) or the same bytes;
 results must equal the single-threaded ones, which in turn equal pyarrow's own filter of
 the original table (an independent oracle). The stress test runs 8 threads for
 ``VORTEX_STRESS_SECONDS`` (default 5; the issue's acceptance run is 30:
@@ -222,3 +222,34 @@ def test_polars_scans_in_threads(stream_file):
 
     counts = _run_threads(4, min(STRESS_SECONDS, 2.0), work)
     assert min(counts) >= 1
+
+
+_FORKED = """
+import multiprocessing as mp, sys
+import numpy as np, pyarrow as pa, vortex_io as vio
+path, ipath = sys.argv[1], sys.argv[2]
+t = pa.table({"x": np.arange(3_000_000), "y": np.arange(3_000_000) * 0.5})
+vio.write_ipc(path, t, compress=False, chunk_rows=100_000)   # 48 MB: read ahead in blocks
+vio.write_ipc(ipath, t, chunk_rows=100_000, integrity=True)  # checksummed in the background
+
+def work(_):
+    return (vio.read_table(path).num_rows + vio.read_table(ipath).num_rows
+            + vio.scan(path, columns=["y"]).to_arrow().num_rows)
+
+assert work(0) == 9_000_000  # the parent's read-ahead threads and native pools exist now
+with mp.get_context("fork").Pool(2) as p:
+    print(p.map_async(work, range(4)).get(timeout=60))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_reading_in_forked_children(tmp_path):
+    """A process that forks after reading (multiprocessing's default on Linux) reads in its
+    children: the background threads the parent started do not exist there."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _FORKED, str(tmp_path / "a.vxipc"),
+                          str(tmp_path / "b.vxipc")], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == str([9_000_000] * 4)

@@ -317,6 +317,18 @@ def _read_ahead_pool() -> ThreadPoolExecutor:
         return _POOL
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool has no threads here (its reads would wait
+    forever); the child starts its own on first use."""
+    global _POOL, _POOL_LOCK
+    _POOL = None
+    _POOL_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 #: a file named by path is read ahead of the decoder in a first block of ``_fs.FIRST_READ``
 #: (its DType message: opening a reader for its schema reads little), then one of
 #: LOCAL_SECOND_READ (a scan that stops early reads little more), then blocks of
