@@ -230,9 +230,12 @@ import numpy as np, pyarrow as pa, vortex_io as vio
 path, ipath = sys.argv[1], sys.argv[2]
 t = pa.table({"x": np.arange(3_000_000), "y": np.arange(3_000_000) * 0.5})
 vio.write_ipc(path, t, compress=False, chunk_rows=100_000)   # 48 MB: read ahead in blocks
-vio.write_ipc(ipath, t, chunk_rows=100_000, integrity=True)  # checksummed in the background
+# 1.6 MB bodies: checksummed on the native core's background thread
+vio.write_ipc(ipath, t, compress=False, chunk_rows=100_000, integrity=True)
 
 def work(_):
+    crc = vio.integrity.crc32c_start(np.zeros(1 << 22, np.uint8))()  # the background thread
+    assert crc == vio.integrity.crc32c(np.zeros(1 << 22, np.uint8))
     return (vio.read_table(path).num_rows + vio.read_table(ipath).num_rows
             + vio.scan(path, columns=["y"]).to_arrow().num_rows)
 
@@ -245,7 +248,8 @@ with mp.get_context("fork").Pool(2) as p:
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
 def test_reading_in_forked_children(tmp_path):
     """A process that forks after reading (multiprocessing's default on Linux) reads in its
-    children: the background threads the parent started do not exist there."""
+    children: the threads the parent started (read-ahead, the native core's pool and its
+    background thread) do not exist there."""
     import subprocess
     import sys
 

@@ -8,6 +8,10 @@
 #include <thread>
 #include <vector>
 
+#ifndef _WIN32
+#include <pthread.h>
+#endif
+
 namespace vx {
 namespace {
 
@@ -21,11 +25,31 @@ struct Job {
   int slots = 0;  // workers allowed to join
 };
 
+// A forked child has only the thread that forked: the pool's workers and the background
+// thread are gone, and a lock one of them held stays held. The child forgets both (they are
+// leaked, never touched again) and starts its own on first use (pthread_atfork, registered
+// by the first of them to start).
+void forget_after_fork();
+void watch_forks() {
+#ifndef _WIN32
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, forget_after_fork); });
+#endif
+}
+
+class Pool;
+class Background;
+Pool* g_pool = nullptr;
+Background* g_background = nullptr;
+std::mutex* g_make_mu = new std::mutex();  // (a new one in a child: see forget_after_fork)
+
 class Pool {
  public:
   static Pool& get() {
-    static Pool* p = new Pool();  // never destroyed (workers may outlive static destruction)
-    return *p;
+    watch_forks();
+    std::lock_guard<std::mutex> g(*g_make_mu);
+    if (!g_pool) g_pool = new Pool();  // never destroyed (workers may outlive static destruction)
+    return *g_pool;
   }
 
   void run(size_t n, int threads, const std::function<void(size_t)>& fn) {
@@ -105,8 +129,10 @@ class Pool {
 class Background {
  public:
   static Background& get() {
-    static Background* b = new Background();  // never destroyed, as the pool
-    return *b;
+    watch_forks();
+    std::lock_guard<std::mutex> g(*g_make_mu);
+    if (!g_background) g_background = new Background();  // never destroyed, as the pool
+    return *g_background;
   }
   void submit(std::function<void()> fn) {
     {
@@ -139,6 +165,12 @@ class Background {
   std::deque<std::function<void()>> q_;
   bool started_ = false;
 };
+
+void forget_after_fork() {
+  g_pool = nullptr;
+  g_background = nullptr;
+  g_make_mu = new std::mutex();  // (a thread of the parent may have held the old one)
+}
 
 }  // namespace
 
