@@ -346,8 +346,8 @@ class _Source:
     kills the process with SIGBUS (``t = read_table(p); write_ipc(p, t)`` would). Its bytes
     are read ahead of the decoder in a few large blocks (see ``LOCAL_SECOND_READ``), each
     into 64-byte aligned memory at the file offset's phase, so buffers keep the alignment
-    the writer planned and stay views of their block. To view a file in place, pass a memory map
-    (``memoryview(mmap.mmap(...))``): it is read as bytes in memory are.
+    the writer planned and stay views of their block. To view a file in place, pass a
+    memory map (``memoryview(mmap.mmap(...))``): it is read as bytes in memory are.
     """
 
     def __init__(self, source: Any, storage_options: dict[str, Any] | None = None) -> None:
@@ -502,10 +502,10 @@ class StreamReader:
     sockets included). A path is read ahead of the decoder in aligned blocks, never
     memory-mapped (a mapped file rewritten while in use crashes the process); a memory map
     passed as a bytes-like object, ``memoryview(mmap.mmap(...))``, is read in place, zero
-    copy (then the file must not be truncated while a reader or its arrays use it). Arrays are decoded lazily; ``limits`` bounds what
-    the stream may make the reader allocate. A URL (``s3://``, ``gs://``, ``https://``,
-    ``memory://``, any scheme fsspec knows; ``pip install 'vortex-io[fsspec]'``) is read
-    with ranged reads, ahead of the decoder in blocks that grow from 64 KiB (opening a
+    copy (then the file must not be truncated while a reader or its arrays use it).
+    Arrays are decoded lazily; ``limits`` bounds what the stream may make the reader
+    allocate. A URL (``s3://``, ``gs://``, ``https://``, ``memory://``, any scheme fsspec
+    knows; ``pip install 'vortex-io[fsspec]'``) is read with ranged reads, ahead of the decoder in blocks that grow from 64 KiB (opening a
     reader for its ``schema`` reads one block, never the whole file); ``storage_options``
     go to its fsspec file system (credentials, endpoints). ``file://`` URLs are paths.
 
