@@ -505,9 +505,10 @@ class StreamReader:
     copy (then the file must not be truncated while a reader or its arrays use it).
     Arrays are decoded lazily; ``limits`` bounds what the stream may make the reader
     allocate. A URL (``s3://``, ``gs://``, ``https://``, ``memory://``, any scheme fsspec
-    knows; ``pip install 'vortex-io[fsspec]'``) is read with ranged reads, ahead of the decoder in blocks that grow from 64 KiB (opening a
-    reader for its ``schema`` reads one block, never the whole file); ``storage_options``
-    go to its fsspec file system (credentials, endpoints). ``file://`` URLs are paths.
+    knows; ``pip install 'vortex-io[fsspec]'``) is read with ranged reads, ahead of the
+    decoder in blocks that grow from 64 KiB (opening a reader for its ``schema`` reads one
+    block, never the whole file); ``storage_options`` go to its fsspec file system
+    (credentials, endpoints). ``file://`` URLs are paths.
 
     Streams written with integrity data (``integrity=True``) are verified as they are read:
     each message's checksums before any of it is used, and the end marker at the end. A
