@@ -318,23 +318,13 @@ class AlpEnc : public Encoding {
     const auto& m = n.m<AlpMeta>();
     if (k && m.has_patches()) {
       AlpPatches ps = patches_of(n, c);
-      // the taken rows that are patched and the patch each takes (the last at its
-      // position, as the decode's scatter leaves it: patch_hits), both sorted: a merge
+      // the taken rows that are patched and the patch each takes
       std::vector<uint64_t> rows;
       std::vector<uint32_t> which;
-      const uint64_t* p = ps.p();
-      size_t j = 0;
+      patch_hits(ps.p(), ps.k, idx, k, rows, which);
       F* d = col.values.mut<F>();
       const F* s = ps.values.vals<F>();
-      for (size_t i = 0; i < k && j < ps.k; i++) {
-        while (j < ps.k && p[j] < idx[i]) j++;
-        while (j + 1 < ps.k && p[j + 1] == idx[i]) j++;
-        if (j < ps.k && p[j] == idx[i]) {
-          d[i] = s[j];
-          rows.push_back(i);
-          which.push_back(uint32_t(j));
-        }
-      }
+      for (size_t h = 0; h < rows.size(); h++) d[rows[h]] = s[which[h]];
       if (ps.valid() && !rows.empty()) {
         col.validity = and_patch_validity(col.validity, k, ps, rows.data(), which.data(), rows.size());
         col.null_count = -1;

@@ -158,21 +158,12 @@ class SparseEnc : public Encoding {
     return true;
   }
 
-  // patch lookup of the sorted rows (patch_hits): the fill, with the hit patches taken (a
-  // row patched twice takes its last patch, as the decode's overlay leaves it)
+  // patch lookup of the sorted rows (patch_hits): the fill, with the hit patches taken
   bool take(const Node& n, const uint32_t* idx, size_t k, Col& out, Ctx& c) const override {
     std::vector<uint64_t> pos = strict_positions(n, c);
     std::vector<uint64_t> at;  // places in idx that are patched
     std::vector<uint32_t> sel; // the patch each takes
-    size_t j = 0;
-    for (size_t i = 0; i < k; i++) {
-      while (j < pos.size() && pos[j] < idx[i]) j++;
-      while (j + 1 < pos.size() && pos[j + 1] == idx[i]) j++;
-      if (j < pos.size() && pos[j] == idx[i]) {
-        at.push_back(i);
-        sel.push_back(uint32_t(j));
-      }
-    }
+    patch_hits(pos.data(), pos.size(), idx, k, at, sel);
     out = filled(n, k, c);
     if (!at.empty()) {
       Col taken = vx::take(n.child(1), sel.data(), sel.size(), c);

@@ -85,8 +85,7 @@ std::vector<MsgOut> decode_messages(const std::vector<MsgIn>& in, const DType* r
   size_t nm = in.size();
   std::vector<std::unique_ptr<Tree>> trees(nm);
   std::vector<MsgOut> out(nm);
-  uint64_t rows = 0;
-  for (const MsgIn& m : in) rows += m.rows;
+  const uint64_t rows = total_rows(in);
   // 1. the trees (headers walked and checked), one message per task
   parallel_for(nm, threads_for(rows, threads), [&](size_t i) {
     try {

@@ -26,6 +26,13 @@ struct MsgIn {
   std::vector<bool> known;
 };
 
+// The rows of every message (what a decode or scan of them is sized by: threads_for).
+inline uint64_t total_rows(const std::vector<MsgIn>& in) {
+  uint64_t n = 0;
+  for (const MsgIn& m : in) n += m.rows;
+  return n;
+}
+
 // What a message came to: an error, or one decoded column per requested field (null where
 // Python has to decode it).
 struct MsgOut {

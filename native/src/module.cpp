@@ -454,8 +454,7 @@ class Stream {
     size_t nm = in.size();
     std::vector<int> kinds(nm, 0);
     std::vector<std::string> msgs(nm);
-    uint64_t rows = 0;
-    for (const MsgIn& m : in) rows += m.rows;
+    const uint64_t rows = total_rows(in);
     {
       nb::gil_scoped_release unlock;
       parallel_for(nm, threads_for(rows, threads), [&](size_t i) {
@@ -505,8 +504,7 @@ class Stream {
     size_t nm = in.size(), per = out_fields.size();
     std::vector<std::unique_ptr<Tree>> trees(nm);
     std::vector<ScanOut> out(nm);
-    uint64_t rows = 0;
-    for (const MsgIn& m : in) rows += m.rows;
+    const uint64_t rows = total_rows(in);
     {
       nb::gil_scoped_release unlock;
       // 1. per message: the tree, pruning, the predicate

@@ -50,6 +50,19 @@ PatchPositions patch_positions(const PatchesMeta& m, const Node& indices, uint64
   return out;
 }
 
+void patch_hits(const uint64_t* pos, size_t npos, const uint32_t* idx, size_t k,
+                std::vector<uint64_t>& at, std::vector<uint32_t>& which) {
+  size_t j = 0;  // both sorted: a merge
+  for (size_t i = 0; i < k && j < npos; i++) {
+    while (j < npos && pos[j] < idx[i]) j++;
+    while (j + 1 < npos && pos[j + 1] == idx[i]) j++;
+    if (j < npos && pos[j] == idx[i]) {
+      at.push_back(i);
+      which.push_back(uint32_t(j));
+    }
+  }
+}
+
 Col patch_values(const Node& values, Ctx& c) {
   Col pv = decode(values, c);
   if (pv.layout != Layout::Prim) malformed("patch values must be primitive, not ", dtype_repr(*values.dtype));

@@ -32,6 +32,12 @@ struct PatchPositions {
 };
 PatchPositions patch_positions(const PatchesMeta& m, const Node& indices, uint64_t n, Ctx& c);
 
+// Which of the sorted rows idx[0..k) are patched (patch_hits): their places in idx, `at`,
+// and the patch each takes, `which`, from the sorted positions pos[0..npos). A row patched
+// twice (a malformed stream) takes its last patch, as the decode's scatter leaves it.
+void patch_hits(const uint64_t* pos, size_t npos, const uint32_t* idx, size_t k,
+                std::vector<uint64_t>& at, std::vector<uint32_t>& which);
+
 // The patch values as a primitive column (patch values must be primitive).
 Col patch_values(const Node& values, Ctx& c);
 
