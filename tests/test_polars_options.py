@@ -333,3 +333,105 @@ def test_a_file_rewritten_after_the_frame(tmp_path: Path, engine: str) -> None:
     vio.write_ipc(path, pa.table({"id": pa.array([1.5]), "s": pa.array(["a"])}))
     with pytest.raises(pl.exceptions.SchemaError, match="mismatch"):
         lf.collect(engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("path", ["io-source", "external"])
+def test_a_single_file_on_either_scan(tmp_path: Path, engine: str, path: str,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A single file gets the Python IO source when small, Polars' external-reader scan
+    when not: the same rows as scan_parquet either way, for slices and filters in either
+    order, filters that do not translate, projections, counts, row indexes, categoricals,
+    a corrupt file and in-memory sources."""
+    monkeypatch.setattr(pp, "SMALL_SOURCE", 1 << 40 if path == "io-source" else 0)
+    t = pa.table({"id": pa.array(range(40), pa.int64()),
+                  "s": pa.array([f"v{i % 7}" if i % 5 else None for i in range(40)]),
+                  "f": pa.array([i / 4 for i in range(40)])})
+    v, p = tmp_path / "one.vxipc", tmp_path / "one.parquet"
+    vio.write_ipc(v, t, chunk_rows=16)
+    pq.write_table(t, p)
+    marker = "PYTHON[vortex-ipc] SCAN" if path == "io-source" else "ExternalReaderBuilder SCAN"
+    assert marker in pl.scan_vortex_ipc(v).explain()
+    c = pl.col
+    for q in (lambda lf: lf,
+              lambda lf: lf.select("s", "id"),
+              lambda lf: lf.filter(c("id") > 30),
+              lambda lf: lf.filter(c("id") > 3).head(5),
+              lambda lf: lf.head(5).filter(c("id") > 3),
+              lambda lf: lf.filter(c("s").str.contains("3")).head(2).select("f"),
+              lambda lf: lf.filter((c("f") * 2 > 10) & (c("s") == "v1")).select("id"),
+              lambda lf: lf.filter(c("s").is_null()).select(pl.len()),
+              lambda lf: lf.slice(17, 6).filter(c("id") % 2 == 0),
+              lambda lf: lf.tail(3),
+              lambda lf: lf.select(pl.len()),
+              lambda lf: lf.with_row_index("r", offset=3).filter(c("id") > 35)):
+        assert_frame_equal(q(pl.scan_vortex_ipc(v)).collect(engine=engine),
+                           q(pl.scan_parquet(p)).collect(engine=engine))
+    for kw in ({"n_rows": 4, "row_index_name": "r"}, {"categorical": "s"}):
+        got = pl.scan_vortex_ipc(v, **kw).filter(c("id") > 1).collect(engine=engine)
+        exp = pl.scan_parquet(p, **{k: a for k, a in kw.items() if k != "categorical"}) \
+            .filter(c("id") > 1).collect(engine=engine)
+        if "categorical" in kw:
+            assert got.schema["s"] == pl.Categorical()
+            got = got.with_columns(c("s").cast(pl.String))
+        assert_frame_equal(got, exp)
+    data = v.read_bytes()
+    assert marker in pl.scan_vortex_ipc(data).explain()
+    assert_frame_equal(pl.scan_vortex_ipc(io.BytesIO(data)).filter(c("id") < 3)
+                       .collect(engine=engine), pl.DataFrame(t).filter(c("id") < 3))
+    with pytest.raises(vio.TruncatedStreamError, match=r"<bytes #0>"):
+        pl.scan_vortex_ipc(data[:-3]).collect(engine=engine)
+
+
+def test_which_scan_a_source_gets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python IO source only for one source of at most SMALL_SOURCE bytes and no
+    multi-file option; everything else is Polars' external-reader scan."""
+    v = tmp_path / "a.vxipc"
+    vio.write_ipc(v, _t(0, 50))
+    size = v.stat().st_size
+
+    def scan_kind(*a: object, **kw: object) -> str:
+        plan = pl.scan_vortex_ipc(*a, **kw).explain()
+        return "io" if "PYTHON[vortex-ipc]" in plan else "ext" \
+            if "ExternalReaderBuilder" in plan else plan
+
+    monkeypatch.setattr(pp, "SMALL_SOURCE", size)
+    assert scan_kind(v) == "io"
+    assert scan_kind(v, n_rows=3, row_index_name="r") == "io"
+    assert scan_kind([v, v]) == "ext"
+    assert scan_kind(tmp_path) == "ext"  # a directory
+    assert scan_kind(str(tmp_path / "*.vxipc")) == "ext"  # a glob
+    assert scan_kind(v, include_file_paths="path") == "ext"
+    assert scan_kind(v, hive_partitioning=True) == "ext"
+    assert scan_kind(v, schema={"id": pl.Int64, "s": pl.String}) == "ext"
+    assert scan_kind(v, missing_columns="insert") == "ext"
+    assert scan_kind(v, cast_options=pl.ScanCastOptions(integer_cast="upcast")) == "ext"
+    monkeypatch.setattr(pp, "SMALL_SOURCE", size - 1)
+    assert scan_kind(v) == "ext"
+    assert scan_kind(v.read_bytes()) == "ext"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_small_file_rewritten_after_the_frame(tmp_path: Path, engine: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python IO source of a small file checks a rewritten file as the external-reader
+    scan does (it hands the query to it): Polars' own errors, and rows as they are now,
+    even when the file has grown past SMALL_SOURCE."""
+    path = tmp_path / "f.vxipc"
+    vio.write_ipc(path, _t(0, 3))
+    monkeypatch.setattr(pp, "SMALL_SOURCE", path.stat().st_size)
+    lf = pl.scan_vortex_ipc(path)
+    assert "PYTHON[vortex-ipc]" in lf.explain()
+    vio.write_ipc(path, _t(0, 3000))  # the same schema, past SMALL_SOURCE
+    assert path.stat().st_size > pp.SMALL_SOURCE
+    assert lf.filter(pl.col("id") >= 2998).collect(engine=engine)["id"].to_list() == [2998, 2999]
+    for table, error, match in (
+            (_t(0, 2, extra=True), pl.exceptions.SchemaError, "extra column"),
+            (pa.table({"id": pa.array([1.5]), "s": pa.array(["a"])}),
+             pl.exceptions.SchemaError, "mismatch"),
+            (pa.table({"id": pa.array([1])}), pl.exceptions.ColumnNotFoundError, "column s")):
+        vio.write_ipc(path, table)
+        with pytest.raises(error, match=match):
+            lf.collect(engine=engine)
+    vio.write_ipc(path, _t(5, 2, extra=True))
+    assert lf.select("id").filter(pl.col("id") > 5).collect(engine=engine)["id"].to_list() == [6]
