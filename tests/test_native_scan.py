@@ -234,3 +234,32 @@ def test_chunked_roots_filter_the_same():
     for e in _hooks_filters(data)[::3]:
         assert_same_scan(data, filter=e)
         assert_same_scan(data, filter=e, columns=["l", "fl", "ts"])
+
+
+def test_a_dictionary_column_filtered_and_taken():
+    """The codes a predicate on a vortex.dict column unpacks are kept for the take of the
+    same column (Node::kept): its selected rows equal the reference's, with null codes,
+    null values, every selectivity, two predicates on one column, other columns taken
+    beside it and the column read as a dictionary (read_dictionary)."""
+    rng = np.random.default_rng(7)
+    n = 20_000
+    words = np.array([f"w{i:03d}" for i in range(300)], dtype=object)
+    s = words[rng.integers(0, 300, n)]
+    s[rng.random(n) < 0.05] = None
+    t = pa.table({"k": pa.array(rng.integers(0, 40, n) * 1000, mask=rng.random(n) < 0.05),
+                  "s": pa.array(s, pa.string()), "x": pa.array(np.arange(n))})
+    buf = io.BytesIO()
+    vio.write_ipc(buf, t, chunk_rows=4096)
+    data = buf.getvalue()
+    r = vio.StreamReader(io.BytesIO(data))
+    assert any(b.array.field("k").encoding == "vortex.dict" for b in r)
+    for e in (col("k") > 15_000, col("k") < 1_000_000, col("k") == 3000, col("k").is_in([0, 39_000]),
+              (col("k") >= 5000) & (col("k") < 30_000), col("s") > "w150", col("s") == "w007",
+              (col("s") != "w001") & col("k").is_not_null()):
+        for columns in (["k"], ["s"], ["k", "s", "x"], None):
+            assert_same_scan(data, filter=e, columns=columns)
+        got = vio.scan(data, filter=e, columns=["s", "k"], read_dictionary=["s"]).to_arrow()
+        want = run(data, native=False, filter=e, columns=["s", "k"])[0][1]
+        assert got.column("s").type == pa.dictionary(pa.int32(), pa.string())
+        assert got.column("s").cast(pa.string()).equals(want.column("s"))
+        assert got.column("k").equals(want.column("k"))

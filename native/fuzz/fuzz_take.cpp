@@ -15,9 +15,11 @@
 // Python knows (NeedPython), a decode that fails (the take may fail too, or not: it may read
 // less), a take that finds the message malformed where the decode did not (it may check
 // otherwise: vortex.fsst checks the taken rows' codes against the sum of their lengths,
-// the decode the whole window's). Bugs: a crash or sanitizer report, a take that fails otherwise where the
-// decode succeeded, a taken column that breaks the Arrow layout, or rows that differ from
-// the decode's.
+// the decode the whole window's). Each column is taken twice: alone, and after a comparison
+// with a literal drawn from the same generator has run with Ctx::keep (the decodes a scan's
+// predicate leaves on the nodes for its takes, Node::kept). Bugs: a crash or sanitizer
+// report, a take that fails otherwise where the decode succeeded, a taken column that
+// breaks the Arrow layout, or rows that differ from the decode's.
 #include <algorithm>
 
 #include "fuzz_util.h"
@@ -193,13 +195,55 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     Col want = take_col(full, idx.data(), idx.size());
-    conform(got, d, false);
     conform(want, d, false);
-    check_col(got, d, false, "take");
     // vortex.fsst holds each row's code range and its length: rows whose codes disagree with
     // their lengths (malformed) decode by position in the whole window but by code range in
     // a take, in the numpy reference alike; its rows are compared only for the layout
-    if (!has_encoding(*node, "vortex.fsst")) same_rows(got, want, cat(dtype_repr(d), " (", node->enc->id(), ")"));
+    const bool rows_comparable = !has_encoding(*node, "vortex.fsst");
+    const std::string what = cat(dtype_repr(d), " (", node->enc->id(), ")");
+    auto check = [&](Col& col, const char* stage) {
+      conform(col, d, false);
+      check_col(col, d, false, stage);
+      if (rows_comparable) same_rows(col, want, what);
+    };
+    check(got, "take");
+    // A scan's order: the predicate first, with Ctx::keep (the decodes it makes stay on the
+    // nodes, Node::kept), then the take, which reuses them and must give the same rows.
+    const DType& sd = d.storage();
+    Lit lit;
+    if (sd.kind == Kind::Primitive && ptype_is_float(sd.ptype)) {
+      lit.kind = Lit::Float;
+      lit.f = double(int64_t(rng.next() % 2001) - 1000);
+    } else if (sd.kind == Kind::Primitive) {
+      lit = Lit::of_int(i128(int64_t(rng.next() % 2001) - 1000));
+    } else if (sd.is_string_like()) {
+      lit.kind = Lit::Bytes;
+      lit.s = std::string(size_t(rng.next() % 4), char('a' + rng.next() % 26));
+    } else if (sd.kind == Kind::Bool) {
+      lit.kind = Lit::Bool;
+      lit.b = rng.next() & 1;
+    } else {
+      continue;
+    }
+    Ctx pc(t.limits);
+    pc.keep = true;
+    try {
+      (void)compare(*node, lit, Op(rng.next() % 6), pc);
+    } catch (Error&) {
+      continue;  // (a literal the column cannot be compared with, or a malformed node)
+    } catch (NeedPython&) {
+      continue;
+    }
+    Col again;
+    try {
+      again = take(*node, idx.data(), idx.size(), c);
+    } catch (Error& e) {
+      if (e.kind == ErrKind::Malformed || e.kind == ErrKind::Limit) continue;
+      bug("a take after a predicate fails where the decode succeeded:", cat(dtype_repr(d), ": ", e.msg));
+    } catch (NeedPython&) {
+      continue;
+    }
+    check(again, "take after a predicate");
   }
   return 0;
 }

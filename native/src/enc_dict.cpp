@@ -319,10 +319,19 @@ class DictEnc : public Encoding {
     return gather(values, codes, *n.dtype, c);
   }
 
-  Col decode(const Node& n, Ctx& c) const override { return from_codes(n, codes_of(n, c), c); }
+  // the codes a predicate decoded for this scan (Ctx::keep), if it did
+  static const Col* kept_codes(const Node& n) {
+    return n.kept && n.kept->len == n.len ? n.kept.get() : nullptr;
+  }
+
+  Col decode(const Node& n, Ctx& c) const override {
+    const Col* kept = kept_codes(n);
+    return from_codes(n, kept ? *kept : codes_of(n, c), c);
+  }
 
   bool take(const Node& n, const uint32_t* idx, size_t k, Col& out, Ctx& c) const override {
-    Col codes = vx::take(n.child(0), idx, k, c);
+    const Col* kept = kept_codes(n);
+    Col codes = kept ? take_col(*kept, idx, k) : vx::take(n.child(0), idx, k, c);
     if (codes.layout != Layout::Prim || !ptype_is_int(codes.ptype))
       malformed("vortex.dict codes must be integers, not ", dtype_repr(*n.child(0).dtype));
     out = from_codes(n, codes, c);
@@ -358,7 +367,9 @@ class DictEnc : public Encoding {
       Buf cv = n.child(0).dtype->nullable ? node_validity(n.child(0), c) : Buf();
       return mask_broadcast(n.len, ones != 0, cv);
     }
-    Col codes = codes_of(n, c);
+    const Col* kept = kept_codes(n);
+    Col codes = kept ? *kept : codes_of(n, c);
+    if (c.keep && !kept) n.kept = std::make_shared<const Col>(codes);  // (shares its buffers)
     Buf vals, hv;
     map_bits(codes, nv, hit.vals.data(), hit_all_valid ? nullptr : hit.valid.data(), vals, hv);
     // (hv is empty when every value's answer is valid)
@@ -400,7 +411,9 @@ void decode_dictionary(const Node& n, const uint32_t* idx, size_t k, bool all, c
   Buf valid;
   if (n.enc && std::string_view(n.enc->id()) == "vortex.dict") {
     // the message's own dictionary: its codes (taken) and values, nothing gathered
-    Col codes = all ? vx::decode(n.child(0), c) : vx::take(n.child(0), idx, k, c);
+    const Col* kept = n.kept && n.kept->len == n.len ? n.kept.get() : nullptr;
+    Col codes = kept ? (all ? *kept : take_col(*kept, idx, k))
+                     : all ? vx::decode(n.child(0), c) : vx::take(n.child(0), idx, k, c);
     if (codes.layout != Layout::Prim || !ptype_is_int(codes.ptype))
       malformed("vortex.dict codes must be integers, not ", dtype_repr(*n.child(0).dtype));
     if (codes.len != rows) malformed("vortex.dict codes decoded to ", codes.len, " rows");

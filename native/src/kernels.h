@@ -18,6 +18,7 @@ class Ctx {
   const Limits& lim;
   bool string_view = false;   // strings decode to Arrow string_view (else string)
   uint64_t canonicalized = 0; // bytes of decoded output (ScanStats.bytes_canonicalized)
+  bool keep = false;          // predicates keep the decodes their takes reuse (Node::kept)
 };
 
 // A literal in the storage domain of the column it is compared with.

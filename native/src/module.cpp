@@ -522,6 +522,7 @@ class Stream {
             if (!fn || fn->subtree_foreign) throw NeedPython();
           }
           Ctx c(t->limits);
+          c.keep = per != 0;  // the takes below reuse what the predicate decodes
           auto [start, stop, cap] = ranges[i];
           uint64_t rows = t->row_count;
           if (pred) {

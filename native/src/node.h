@@ -72,6 +72,10 @@ struct Node {
   const NodeStats* stats = nullptr;
   std::unique_ptr<MetaBase> meta;
   bool subtree_foreign = false;     // this node or a built descendant is foreign
+  // A decode of this node's codes that a scan's predicate made (Ctx::keep), for the take of
+  // the selected rows after it (vortex.dict: its codes, unpacked once). Written only while
+  // the predicate runs, on the one thread that evaluates it; read by the takes after it.
+  mutable std::shared_ptr<const Col> kept;
 
   size_t nchildren() const { return child_pos.size(); }
   template <class M>
