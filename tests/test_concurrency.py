@@ -200,12 +200,17 @@ def test_duckdb_cursors_in_threads(stream_file):
     assert min(counts) >= 1
 
 
-def test_polars_scans_in_threads(stream_file):
+@pytest.mark.parametrize("scan", ["external", "io-source"])
+def test_polars_scans_in_threads(stream_file, scan, monkeypatch):
     pl = pytest.importorskip("polars")
     try:
         vio.register_polars()
     except ImportError as e:  # pragma: no cover - adapter unavailable
         pytest.skip(str(e))
+    from vortex_io.integrations import polars_plugin as pp
+
+    # both scans a single file can get (a small one is a Python IO source)
+    monkeypatch.setattr(pp, "SMALL_SOURCE", 0 if scan == "external" else 1 << 40)
     df = pl.from_arrow(TABLE)
     queries = [
         lambda lf: lf.filter(pl.col("sym") == "AAPL").select("id", "qty"),
