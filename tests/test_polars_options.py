@@ -435,3 +435,19 @@ def test_a_small_file_rewritten_after_the_frame(tmp_path: Path, engine: str,
             lf.collect(engine=engine)
     vio.write_ipc(path, _t(5, 2, extra=True))
     assert lf.select("id").filter(pl.col("id") > 5).collect(engine=engine)["id"].to_list() == [6]
+
+
+def test_frames_of_no_column_keep_their_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                             ) -> None:
+    """A batch filtered by Polars and then left with no column (an IO source asked for no
+    column) still counts its rows."""
+    v = tmp_path / "a.vxipc"
+    vio.write_ipc(v, _t(0, 9))
+    seen: list[tuple] = []
+    real = pp._small_scan
+    monkeypatch.setattr(pp, "_small_scan", lambda spec, key: seen.append((spec, key))
+                        or real(spec, key))
+    pl.scan_vortex_ipc(v)
+    (spec, key), = seen
+    frames = list(pp._frames(spec, key, (), ["s"], None, [pl.col("s") == "v1"], keep=[]))
+    assert [f.shape for f in frames] == [(3, 0)]

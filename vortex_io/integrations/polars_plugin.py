@@ -790,12 +790,16 @@ def _frames(spec: _Spec, key: str | bytes, cats: Sequence[str], columns: Sequenc
                      batch_size=spec.batch_size, string_view=True)
     if spec.on_scan is not None:
         spec.on_scan(scan)
+    import polars as pl
+
     try:
         for batch in scan:
             df = _to_polars(batch, cats)
             if after:
                 df = df.filter(*after)
-            yield df if keep is None else df.select(keep)
+            if keep is not None:  # (no column: the rows still count)
+                df = df.select(keep) if keep else pl.DataFrame(height=df.height)
+            yield df
     except VortexIPCError as e:
         raise e.locate(source=spec.sources.label(key)) from None
 
