@@ -183,18 +183,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     std::vector<uint32_t> idx = selection(node->len, rng);
+    // the rows at idx taken from the node (false: the take failed as it may)
+    auto take_rows = [&](Col& out, const char* failed) {
+      try {
+        out = take(*node, idx.data(), idx.size(), c);
+        return true;
+      } catch (Error& e) {
+        // a take may check what the whole decode cannot (vortex.fsst: the taken rows' codes
+        // against the sum of their lengths, where the decode checks the whole window's), and
+        // allocate otherwise
+        if (e.kind == ErrKind::Malformed || e.kind == ErrKind::Limit) return false;
+        bug(failed, cat(dtype_repr(d), ": ", e.msg));
+      } catch (NeedPython&) {
+        return false;
+      }
+    };
     Col got;
-    try {
-      got = take(*node, idx.data(), idx.size(), c);
-    } catch (Error& e) {
-      // a take may check what the whole decode cannot (vortex.fsst: the taken rows' codes
-      // against the sum of their lengths, where the decode checks the whole window's), and
-      // allocate otherwise
-      if (e.kind == ErrKind::Malformed || e.kind == ErrKind::Limit) continue;
-      bug("a take fails where the decode succeeded:", cat(dtype_repr(d), ": ", e.msg));
-    } catch (NeedPython&) {
-      continue;
-    }
+    if (!take_rows(got, "a take fails where the decode succeeded:")) continue;
     Col want = take_col(full, idx.data(), idx.size());
     conform(want, d, false);
     // vortex.fsst holds each row's code range and its length: rows whose codes disagree with
@@ -238,14 +243,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     Col again;
-    try {
-      again = take(*node, idx.data(), idx.size(), c);
-    } catch (Error& e) {
-      if (e.kind == ErrKind::Malformed || e.kind == ErrKind::Limit) continue;
-      bug("a take after a predicate fails where the decode succeeded:", cat(dtype_repr(d), ": ", e.msg));
-    } catch (NeedPython&) {
-      continue;
-    }
+    if (!take_rows(again, "a take after a predicate fails where the decode succeeded:")) continue;
     check(again, "take after a predicate");
   }
   return 0;
