@@ -272,6 +272,12 @@ Col gather(const Col& values, const Col& codes, const DType& d, Ctx& c) {
   return out;
 }
 
+// the codes a predicate on the vortex.dict node `n` unpacked for this scan (Ctx::keep), if
+// it did
+const Col* kept_codes(const Node& n) {
+  return n.kept && n.kept->len == n.len ? n.kept.get() : nullptr;
+}
+
 class DictEnc : public Encoding {
  public:
   DictEnc() : Encoding("vortex.dict") {}
@@ -317,11 +323,6 @@ class DictEnc : public Encoding {
     Col values = vx::decode(n.child(1), c);
     if (values.len != n.child(1).len) malformed("vortex.dict values decoded to ", values.len, " rows");
     return gather(values, codes, *n.dtype, c);
-  }
-
-  // the codes a predicate decoded for this scan (Ctx::keep), if it did
-  static const Col* kept_codes(const Node& n) {
-    return n.kept && n.kept->len == n.len ? n.kept.get() : nullptr;
   }
 
   Col decode(const Node& n, Ctx& c) const override {
@@ -411,7 +412,7 @@ void decode_dictionary(const Node& n, const uint32_t* idx, size_t k, bool all, c
   Buf valid;
   if (n.enc && std::string_view(n.enc->id()) == "vortex.dict") {
     // the message's own dictionary: its codes (taken) and values, nothing gathered
-    const Col* kept = n.kept && n.kept->len == n.len ? n.kept.get() : nullptr;
+    const Col* kept = kept_codes(n);
     Col codes = kept ? (all ? *kept : take_col(*kept, idx, k))
                      : all ? vx::decode(n.child(0), c) : vx::take(n.child(0), idx, k, c);
     if (codes.layout != Layout::Prim || !ptype_is_int(codes.ptype))
