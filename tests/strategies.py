@@ -257,9 +257,31 @@ def _build_exact(draw: Any, t: pa.DataType, n: int, nullable: bool, nulls: bool,
     values = _leaf_values(draw, t, n)
     if pa.types.is_floating(t):
         return pa.array(np.array(values, dtype=t.to_pandas_dtype()), type=t, mask=mask)
+    if pa.types.is_decimal(t):
+        return _decimal_array(t, values, mask)
     if mask is not None:
         values = [None if m else v for v, m in zip(values, mask.tolist())]
     return pa.array(values, type=t)
+
+
+def _unscaled(v: decimal.Decimal) -> int:
+    """The unscaled integer of a value ``_leaf_values`` made (``Decimal(f"{u}E{-scale}")``)."""
+    sign, digits, _ = v.as_tuple()
+    u = int("".join(map(str, digits)) or "0")
+    return -u if sign else u
+
+
+def _decimal_array(t: pa.DataType, values: list[Any], mask: np.ndarray | None) -> pa.Array:
+    """Decimals built from their unscaled integers: pyarrow's conversion of a ``Decimal`` to
+    a negative scale goes through the storage width and fails near full precision
+    (``decimal32(8, -2)``: ``99999999E2`` raises "Rescaling Decimal value would cause data
+    loss"), a value the type holds."""
+    w = t.bit_width // 8
+    nulls = mask.tolist() if mask is not None else [False] * len(values)
+    data = b"".join((0 if null else _unscaled(v)).to_bytes(w, "little", signed=True)
+                    for v, null in zip(values, nulls))
+    valid = None if mask is None else pa.array(~mask, type=pa.bool_()).buffers()[1]
+    return pa.Array.from_buffers(t, len(values), [valid, pa.py_buffer(data)])
 
 
 @st.composite
