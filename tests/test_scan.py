@@ -346,3 +346,66 @@ def test_a_pinned_column_is_not_decoded():
     s = vio.scan(DATA, columns=["s"], filter=col("s").is_in(["fig"]))
     assert same(s.to_arrow(), got)
     assert s.stats.bytes_canonicalized > 0
+
+
+# -- a count of a local file reads its messages' headers only ----------------------------------
+
+
+def test_a_count_of_a_file_reads_only_its_headers(tmp_path):
+    p = tmp_path / "t.vxipc"
+    p.write_bytes(DATA)
+    s = vio.scan(p, columns=[])
+    assert s.to_arrow().num_rows == TABLE.num_rows
+    st_ = s.stats
+    assert (st_.chunks, st_.rows_scanned, st_.bytes_canonicalized) == (5, TABLE.num_rows, 0)
+    # the DType message and five message prefixes and headers: a few KB of the file
+    assert 0 < st_.bytes_read < len(DATA) / 10
+    # a limit stops the walk; an offset skips rows; several files add up
+    s = vio.scan(p, columns=[], limit=1000)
+    assert s.to_arrow().num_rows == 1000 and s.stats.chunks == 2
+    assert vio.scan(p, columns=[], offset=2990).to_arrow().num_rows == 10
+    q = tmp_path / "u.vxipc"
+    q.write_bytes(stream_of(TABLE.slice(0, 50), chunk_rows=7))
+    assert vio.scan([p, q], columns=[]).to_arrow().num_rows == TABLE.num_rows + 50
+    # a filter, or a column, reads the bodies
+    s = vio.scan(p, columns=[], filter=col("u8") < 10)
+    assert s.to_arrow().num_rows == expected(TABLE, col("u8") < 10).num_rows
+    assert s.stats.bytes_read >= len(DATA) - 64
+
+
+def test_a_count_sees_framing_damage_but_not_inside_bodies(tmp_path):
+    spans = vio.message_spans(DATA)
+    # a byte inside the third message's body: the headers still frame the stream
+    damaged = bytearray(DATA)
+    damaged[spans[2].offset + spans[2].size - 200] ^= 0xFF
+    p = tmp_path / "body.vxipc"
+    p.write_bytes(bytes(damaged))
+    assert vio.scan(p, columns=[]).to_arrow().num_rows == TABLE.num_rows
+    # a stream cut inside a message: the reader's error, located
+    p = tmp_path / "cut.vxipc"
+    p.write_bytes(DATA[: spans[3].offset + 10])
+    with pytest.raises(vio.TruncatedStreamError) as ei:
+        vio.scan(p, columns=[]).to_arrow()
+    assert ei.value.message_index == 4 and ei.value.source == str(p)
+    # rows over the reader's limit: the limit's error, as a decode gives it
+    p = tmp_path / "ok.vxipc"
+    p.write_bytes(DATA)
+    with pytest.raises(vio.LimitExceededError, match="rows, over the limit") as ei:
+        vio.scan(p, columns=[], limits=vio.ReaderLimits(max_rows_per_message=600)).to_arrow()
+    assert ei.value.message_index == 1
+
+
+def test_a_count_of_a_stream_with_integrity_data_verifies_every_body(tmp_path):
+    buf = io.BytesIO()
+    vio.write_ipc(buf, TABLE, chunk_rows=700, integrity=True)
+    data = buf.getvalue()
+    p = tmp_path / "i.vxipc"
+    p.write_bytes(data)
+    s = vio.scan(p, columns=[])
+    assert s.to_arrow().num_rows == TABLE.num_rows and s.stats.bytes_read == len(data)
+    spans = vio.message_spans(data)
+    damaged = bytearray(data)
+    damaged[spans[2].offset + spans[2].size - 200] ^= 0xFF
+    p.write_bytes(bytes(damaged))
+    with pytest.raises(vio.IntegrityError):
+        vio.scan(p, columns=[]).to_arrow()

@@ -176,7 +176,12 @@ def message_spans(source: Any, *, limits: ReaderLimits | None = None,
 
 
 def _spans(read: Callable[[int, int], bytes], size: int, lim: ReaderLimits) -> list[MessageSpan]:
-    out: list[MessageSpan] = []
+    return list(_iter_spans(read, size, lim))
+
+
+def _iter_spans(read: Callable[[int, int], bytes], size: int, lim: ReaderLimits
+                ) -> Iterator[MessageSpan]:
+    """The Array messages' spans, message by message (an error once the walk reaches it)."""
     pos = index = 0
     while pos < size:
         if size - pos < _U32:
@@ -218,11 +223,10 @@ def _spans(read: Callable[[int, int], bytes], size: int, lim: ReaderLimits) -> l
             raise MalformedStreamError("a second DType message in the stream",
                                        message_index=index, offset=pos)
         else:
-            out.append(MessageSpan(index, pos, end - pos, hdr.row_count))
+            yield MessageSpan(index, pos, end - pos, hdr.row_count)
         pos, index = end, index + 1
     if index == 0:
         raise MalformedStreamError("the stream is empty: it has no DType message", offset=0)
-    return out
 
 
 def message_ranges(spans: Sequence[MessageSpan], *, target_bytes: int | None = None,
@@ -565,6 +569,12 @@ class Scan:
                     raise VortexIPCError(
                         f"stream dtype {reader.dtype!r} differs from the first source's {d!r}",
                         source=str(src) if isinstance(src, (str, os.PathLike)) else None)
+                if self._counts_from_headers(reader):
+                    for out in self._header_rows(reader):
+                        yield from emit(out)
+                        if b.remaining is not None and b.remaining <= 0:
+                            return
+                    continue
                 plan = self._native_plan()
                 if plan is not None:
                     for out in self._scan_native(reader, plan, b):
@@ -577,6 +587,58 @@ class Scan:
                 with stats._lock:
                     stats.bytes_read += reader.bytes_consumed - skipped
                 reader.close()
+
+    def _counts_from_headers(self, reader: StreamReader) -> bool:
+        """Whether the source's rows are counted from its messages' headers alone, bodies
+        never read: a scan that reads no column and filters nothing (a count), of a regular
+        local file without integrity data (a stream with it is read whole, every body
+        verified) and no message range."""
+        return (not self._schema.names and self.filter is None and self.messages is None
+                and reader.file_descriptor is not None and not reader.integrity)
+
+    def _header_rows(self, reader: StreamReader) -> Iterator[Any]:
+        """A batch of no column per Array message of ``reader``'s file, its rows read off
+        the message's header: the file is read with ``os.pread`` at each message's start
+        (its length prefix and header; bodies are skipped, so damage inside a body goes
+        unseen, as a Parquet count from the footer does not read pages). Framing errors
+        are the reader's (``message_spans``)."""
+        import pyarrow as pa
+
+        fd = reader.file_descriptor
+        assert fd is not None
+        size = os.fstat(fd).st_size
+        lim = reader.limits
+        stats = self.stats
+        read_bytes = 0
+
+        def read(pos: int, n: int) -> bytes:
+            nonlocal read_bytes
+            data = os.pread(fd, n, pos)
+            read_bytes += len(data)
+            return data
+
+        spans = _iter_spans(read, size, lim)
+        while True:
+            try:
+                sp = next(spans, None)
+            except VortexIPCError as e:
+                raise e.locate(source=reader.source_name) from None
+            finally:
+                with stats._lock:  # (the DType message's bytes are the reader's)
+                    stats.bytes_read += read_bytes
+                read_bytes = 0
+            if sp is None:
+                return
+            if sp.rows > lim.max_rows_per_message:
+                raise LimitExceededError(
+                    f"array message of {sp.rows} rows, over the limit of "
+                    f"{lim.max_rows_per_message}", message_index=sp.index, offset=sp.offset,
+                    source=reader.source_name)
+            with stats._lock:
+                stats.chunks += 1
+                stats.rows_scanned += sp.rows
+            if sp.rows:
+                yield pa.record_batch([pa.nulls(sp.rows)], names=["_"]).select([])
 
     def _enter_range(self, reader: StreamReader) -> int:
         """Position ``reader`` at the first message of ``self.messages`` and end it before
@@ -1012,8 +1074,9 @@ def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | No
     glob pattern (of paths or URLs). A URL (``s3://``, ``gs://``, ``https://``,
     ``memory://``, any scheme fsspec knows; ``pip install 'vortex-io[fsspec]'``) is read
     with ranged reads in growing blocks; ``storage_options`` go to its fsspec file system.
-    ``columns``: the fields to return (default: all). ``filter``: a
-    ``vortex_io.expr`` expression. ``limit``: at most this many rows. ``offset``: skip this
+    ``columns``: the fields to return (default: all; ``[]``: rows only, a count, which a
+    local file without integrity data answers from its messages' headers, bodies never
+    read, as Parquet counts from its footer). ``filter``: a ``vortex_io.expr`` expression. ``limit``: at most this many rows. ``offset``: skip this
     many matching rows first (without a filter, whole chunks are skipped undecoded).
     ``batch_size``: split output batches to at most this many rows. ``string_view``:
     strings come out as Arrow ``string_view`` (Polars' native layout; cheaper to decode

@@ -634,6 +634,14 @@ class StreamReader:
         return self._dec.position
 
     @property
+    def file_descriptor(self) -> int | None:
+        """The descriptor of the regular local file the stream is read from (a source named
+        by path), else None (bytes, URLs, file objects, pipes). Reads at given offsets
+        (``os.pread``) leave the reader's position alone."""
+        src = self._src
+        return src.file.fileno() if src._local and src._owned else None
+
+    @property
     def source_name(self) -> str | None:
         """The path or URL the stream comes from (what errors name), or None."""
         return self._src.name
