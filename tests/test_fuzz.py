@@ -12,9 +12,11 @@ encoding IDs replaced, row counts, statistics), reordered messages, another stre
 DType message and spliced messages. Each mutant runs in a ``fuzz.sandbox.Sandbox`` worker
 (time and memory bounded; a hang, a crash, an allocation that hits the bound or any
 exception other than ``VortexIPCError`` fails the test). The worker also reads each mutant
-with ``read_arrow`` by the native core and by the numpy reference and fails the test when
-they differ (``fuzz.harness.differential``: identical tables, floats by their bits, or the
-same error class).
+with ``read_arrow``, and scans it (every column, or a filter and a projection), by the
+native core and by the numpy reference and fails the test when they differ
+(``fuzz.harness.differential``: identical tables, floats by their bits, or the same error
+class; a scan of a stream that does not read may raise natively where the reference's
+lazier scan gives a table, never the other way round).
 
 Sizes: ``FUZZ_EXAMPLES`` (hypothesis examples, default 150), ``FUZZ_MUTATIONS`` (the
 deterministic sweep, default 300) and ``FUZZ_FIELDS`` (fields inflated per stream, default
@@ -59,7 +61,7 @@ FINDINGS = pathlib.Path(__file__).resolve().parent.parent / "fuzz" / "findings"
 def sandbox():
     # FUZZ_LIMITS bound what a batch may decode to 64 MiB: 1 GiB of address space is
     # ample for any input that honours them, so a path that ignores them is caught
-    # differential: each mutant is also read with read_arrow by the native core and by the
+    # differential: each mutant is also read with read_arrow and scanned by the native core and by the
     # reference (VORTEX_IO_NATIVE=0 semantics); different tables or error classes fail
     with Sandbox(time_limit=TIME_LIMIT, memory_limit=1 * GiB, differential=True) as sb:
         yield sb
@@ -264,3 +266,39 @@ def test_regression_empty_constant_of_a_list_type():
         whole = vio.read_ipc(our_array_stream(constant_array(v, 4, d)))
         assert whole.slice(2, 2).to_arrow().to_pylist() == []
         assert whole.slice(1, 3).to_arrow().to_pylist() == [py, py]
+
+
+def test_regression_a_child_length_past_the_largest_python_length():
+    """Found by the sweep (#2890, a metadata varint of gen/nested_table): a list whose
+    elements length reads 2**64 - 1 made the reference raise ``OverflowError`` from
+    ``len(array)`` (no ``VortexIPCError``); it is a ``MalformedStreamError`` on both sides."""
+    import copy
+
+    import pyarrow as pa
+
+    from fuzz.wire import parse_stream, proto_encode, proto_fields
+    from tests.native_util import NATIVE
+    from tests.vx_util import our_stream
+    from vortex_io import _native_glue as ng
+
+    good = our_stream(pa.table({"l": pa.array([[1, 2], [3], None] * 5, pa.list_(pa.int32()))}),
+                      compress=False)
+    out = []
+    for m in parse_stream(good):
+        if m.array is None:
+            out.append(m.data)
+            continue
+        am = copy.deepcopy(m.array)
+        (lst,) = [n for n in am.root.walk() if n.encoding == "vortex.list"]
+        fields = [(num, wt, v) for num, wt, v, *_ in proto_fields(lst.metadata)]
+        # the elements length (the varint that holds 15) set to 2**64 - 1
+        assert [v for _, _, v in fields].count(15) == 1
+        lst.metadata = proto_encode([(num, wt, 2**64 - 1 if v == 15 else v)
+                                     for num, wt, v in fields])
+        out.append(am.encode())
+    bad = b"".join(out)
+    for native in (False, True) if NATIVE else (False,):
+        with ng.use_native(native):
+            with pytest.raises(vio.MalformedStreamError, match="18446744073709551615"):
+                vio.read_table(bad)
+            assert consume(bad) == "MalformedStreamError"

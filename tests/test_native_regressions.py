@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from tests.native_util import NATIVE, assert_same
-from tests.vx_util import our_array_stream
+from tests.vx_util import our_array_stream, our_stream
 from vortex_io import dtype as dt
 from vortex_io.encodings._constant import constant_array
 
@@ -188,3 +188,113 @@ def test_sparse_string_patch_with_dirty_inline_padding():
     col = ref[1].column(0) if isinstance(ref[1], pa.Table) else ref[1]
     col.validate(full=True)
     assert col.to_pylist() == [None, "ab", None, None, "s7187", None, "xyz", None]
+
+
+# -- scans check what the reference scan checks (the sweep, extended to scans) ---------------
+
+
+def _rewritten(stream: bytes, change) -> bytes:
+    """``stream`` with ``change(ArrayMsg)`` applied to each Array message, re-framed."""
+    import copy
+
+    from fuzz.wire import parse_stream
+
+    out = []
+    for m in parse_stream(stream):
+        if m.array is None:
+            out.append(m.data)
+            continue
+        am = copy.deepcopy(m.array)
+        change(am)
+        out.append(am.encode())
+    return b"".join(out)
+
+
+def _scans(stream: bytes, **kw):
+    """A scan's outcome with the native core and with the reference (both asserted equal):
+    the table, or the error class."""
+    import vortex_io as vio
+    from tests.native_util import identical
+    from vortex_io import _native_glue as ng
+
+    def run():
+        try:
+            return vio.scan(stream, **kw).to_arrow()
+        except vio.VortexIPCError as e:
+            return type(e)
+
+    nat = run()
+    with ng.use_native(False):
+        ref = run()
+    assert (nat is ref) if isinstance(nat, type) else identical(nat, ref), (nat, ref)
+    return nat
+
+
+def test_a_scan_builds_neither_the_root_validity_nor_other_fields():
+    """A nullable root struct's validity child, malformed (a bool of no bytes for its rows):
+    a scan uses no top-level validity, so neither side builds it; the reference's
+    ``field()`` built it, and every other field with it, where the native scan did not."""
+    import pyarrow as pa
+
+    import vortex_io as vio
+
+    sa = pa.StructArray.from_arrays([pa.array([1, 2, 3, 4], pa.int32()),
+                                     pa.array(["a", "b", None, "d"])], names=["id", "s"],
+                                    mask=pa.array([False, False, True, False]))
+    good = our_array_stream(vio.array(sa))
+
+    def empty_validity(am) -> None:
+        v = am.root.children[0]
+        assert v.encoding == "vortex.bool" and len(am.root.children) == 3
+        am.buffers[v.buffers[0]] = (b"", 0)
+
+    bad = _rewritten(good, empty_validity)
+    with pytest.raises(vio.MalformedStreamError, match=r"vortex\.bool"):
+        vio.read_ipc(bad).to_arrow()
+    t = _scans(bad)
+    assert t.column_names == ["id", "s"] and t.num_rows == 4
+    assert _scans(bad, columns=["s"]).column("s").to_pylist() == ["a", "b", None, "d"]
+
+
+def test_output_columns_of_a_message_the_filter_rejects_are_not_built():
+    """A malformed output column in a message where the filter selects no row: the
+    reference never builds it (nothing selected, nothing decoded); the native scan built
+    every output field before the predicate ran, and raised."""
+    import pyarrow as pa
+
+    import vortex_io as vio
+    from vortex_io.expr import col
+
+    t = pa.table({"i": pa.array(range(100), pa.int64()), "b": pa.array([True] * 100)})
+    good = our_stream(t, chunk_rows=50, compress=False)
+
+    def empty_b(am) -> None:
+        b = am.root.children[1]
+        am.buffers[b.buffers[0]] = (b"", 0)
+
+    bad = _rewritten(good, empty_b)
+    with pytest.raises(vio.MalformedStreamError):
+        vio.read_ipc(bad).to_arrow()
+    assert _scans(bad, filter=col("i") > 1000).num_rows == 0  # every message rejected
+    assert _scans(bad, columns=["i"], filter=col("i") > 10).num_rows == 89  # b not output
+    assert _scans(bad, filter=col("i") > 10) is vio.MalformedStreamError  # b taken: checked
+    assert _scans(bad, filter=col("i") < 0).num_rows == 0
+
+
+def test_a_column_handed_back_is_checked_in_a_message_of_no_row():
+    """A message of 0 rows whose column only Python decodes (the inverted index): the
+    reference builds every output column without a filter, so a malformed one raises; the
+    native scan returned the empty batch before handing the column back."""
+    import pyarrow as pa
+
+    import vortex_io as vio
+
+    t = pa.table({"city": pa.array(["oslo", "rome", None, "oslo"] * 10)})
+    good = our_stream(t, encodings={"city": "vortex_io.inverted_index"}, chunk_rows=40)
+
+    def no_rows(am) -> None:
+        am.row_count = 0
+
+    bad = _rewritten(good, no_rows)
+    assert _scans(bad) is vio.MalformedStreamError
+    assert _scans(bad, columns=[]).num_rows == 0  # a count builds no column

@@ -801,7 +801,8 @@ class Scan:
                         continue
                     stats.bytes_canonicalized += r[4]
                 n, pos, cols = r[1], r[2], r[3]
-                if n == 0:
+                if n == 0 and self.filter is not None:
+                    # nothing selected: no output column was built (as in the reference)
                     if names:
                         yield pa.RecordBatch.from_pylist([], schema=schema)
                     continue
@@ -824,6 +825,11 @@ class Scan:
                                        source=reader.source_name) from None
                     with stats._lock:
                         stats.bytes_canonicalized += sum(gathered) + canonicalized_nbytes(arr)
+                if n == 0:  # (a message of no row, after its columns handed back: built,
+                    # so checked, as the reference builds every output column without a filter)
+                    if names:
+                        yield pa.RecordBatch.from_pylist([], schema=schema)
+                    continue
                 if not names:  # rows only (a count)
                     yield pa.record_batch([pa.nulls(n)], names=["_"]).select([])
                     continue

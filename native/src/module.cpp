@@ -492,11 +492,9 @@ class Stream {
     if (ranges.size() != in.size()) throw std::invalid_argument("one range per message");
     std::unique_ptr<Pred> pred;
     if (!program.is_none()) pred = pred_of(program);
-    std::vector<int> fields = filter_fields;
-    for (int f : out_fields)
-      if (std::find(fields.begin(), fields.end(), f) == fields.end()) fields.push_back(f);
-    for (int f : fields)
-      if (f < 0 || f >= int(root_->children.size())) throw std::out_of_range("field index out of range");
+    for (const auto* fs : {&filter_fields, &out_fields})
+      for (int f : *fs)
+        if (f < 0 || f >= int(root_->children.size())) throw std::out_of_range("field index out of range");
     for (int f : dict_fields)
       if (std::find(out_fields.begin(), out_fields.end(), f) == out_fields.end() ||
           !root_->children[size_t(f)]->storage().is_string_like())
@@ -513,8 +511,14 @@ class Stream {
         try {
           auto t = std::make_unique<Tree>();
           prepare_tree(*t, in[i], lim_);
-          build_tree(*t, root_, &fields);
+          // the filter's columns first; the output columns once rows are selected (a pruned
+          // message, or one the predicate rejects, builds and checks no other column: the
+          // reference scan's lazily built fields)
+          build_tree(*t, root_, &filter_fields);
           if (!t->root->enc || std::string_view(t->root->enc->id()) != "vortex.struct") throw NeedPython();
+          auto build_outputs = [&] {
+            for (int f : out_fields) build_field(*t, size_t(f));
+          };
           // a filter column holding a node only Python knows: the message is Python's (its
           // checks are, reached or not)
           for (int f : filter_fields) {
@@ -541,7 +545,9 @@ class Stream {
               o.nsel = o.pos.size();
             }
             o.all = o.nsel == rows;
+            if (o.nsel) build_outputs();
           } else {
+            build_outputs();
             uint64_t a = uint64_t(std::max<int64_t>(start, 0)), b = std::min<uint64_t>(uint64_t(stop), rows);
             if (cap >= 0 && b > a + uint64_t(cap)) b = a + uint64_t(cap);
             o.all = a == 0 && b == rows;

@@ -8,6 +8,7 @@ misaligned); nothing is decompressed here.
 from __future__ import annotations
 
 import struct
+import sys
 from dataclasses import dataclass, field
 from operator import add as _add
 from typing import Any
@@ -301,6 +302,9 @@ class _Builder:
                 )
             bufs = list(map(self.buffers.__getitem__, bidx))
         stats = _read_stats(buf, self.size, st) if st else None
+        if length > sys.maxsize:  # (a child length off the wire: no buffer holds that many)
+            raise MalformedStreamError(
+                f"{enc_id}({dtype!r}, len={length}): a length past 2**63 - 1")
         lim = self.limits
         parts = ArrayParts(enc_id, meta, bufs, kids, self, stats, depth, lim)
         if depth == 0 and self.lazy and enc_id == "vortex.struct":

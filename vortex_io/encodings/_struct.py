@@ -55,11 +55,14 @@ class StructEncoding(Encoding):
         return pa.Array.from_buffers(t, n, [vbuf], null_count=nulls, children=children)
 
     def struct_field(self, arr: Array, name: str) -> Array:
+        st = held(arr.dtype, dt.Struct, self.id)
         try:
-            i = held(arr.dtype, dt.Struct, self.id).names.index(name)
+            i = st.names.index(name)
         except ValueError:
             raise KeyError(name) from None
-        return self.split(arr)[1][i]
+        # that child alone: a scan's lazily built root builds (and checks) neither the
+        # struct's validity nor the other fields for it, as the native core does not
+        return arr.children[i + 1 if len(arr.children) == len(st.dtypes) + 1 else i]
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         return Array(self, arr.dtype, stop - start, children=[c.slice(start, stop) for c in arr.children])
