@@ -409,3 +409,40 @@ def test_a_count_of_a_stream_with_integrity_data_verifies_every_body(tmp_path):
     p.write_bytes(bytes(damaged))
     with pytest.raises(vio.IntegrityError):
         vio.scan(p, columns=[]).to_arrow()
+
+
+def test_a_count_from_headers_agrees_with_reading_every_column(tmp_path):
+    """Mutants of the struct seed streams (``fuzz/mutate.py``), as files: where reading every
+    column succeeds, the header-only count gives its rows; where the count fails, the read
+    fails too (the count sees the framing alone, which the read checks as well); and every
+    failure is a ``VortexIPCError``."""
+    import random
+
+    from fuzz.corpus import seed_streams
+    from fuzz.harness import FUZZ_LIMITS
+    from fuzz.mutate import mutate
+
+    seeds = [s for s in seed_streams().values()
+             if isinstance(vio.StreamReader(s).dtype, vio.dtype.Struct)]
+    assert len(seeds) >= 10
+    rng = random.Random(20261206)
+    p = tmp_path / "m.vxipc"
+    outcomes = {"both ok": 0, "count ok, read fails": 0, "both fail": 0}
+    for k in range(400):
+        _, data = mutate(seeds[k % len(seeds)], rng, seeds)
+        p.write_bytes(data)
+        try:
+            count: int | None = vio.scan(p, columns=[], limits=FUZZ_LIMITS).to_arrow().num_rows
+        except vio.VortexIPCError:
+            count = None
+        try:
+            rows: int | None = vio.scan(p, limits=FUZZ_LIMITS).to_arrow().num_rows
+        except vio.VortexIPCError:
+            rows = None
+        if rows is not None:
+            assert count == rows, k
+            outcomes["both ok"] += 1
+        else:
+            outcomes["count ok, read fails" if count is not None else "both fail"] += 1
+    # the mutants reach every case
+    assert min(outcomes.values()) > 10, outcomes
