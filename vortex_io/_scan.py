@@ -1082,10 +1082,11 @@ def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | No
     with ranged reads in growing blocks; ``storage_options`` go to its fsspec file system.
     ``columns``: the fields to return (default: all; ``[]``: rows only, a count, which a
     local file without integrity data answers from its messages' headers, bodies never
-    read, as Parquet counts from its footer). ``filter``: a ``vortex_io.expr`` expression. ``limit``: at most this many rows. ``offset``: skip this
-    many matching rows first (without a filter, whole chunks are skipped undecoded).
-    ``batch_size``: split output batches to at most this many rows. ``string_view``:
-    strings come out as Arrow ``string_view`` (Polars' native layout; cheaper to decode
+    read, as Parquet counts from its footer). ``filter``: a ``vortex_io.expr`` expression.
+    ``limit``: at most this many rows. ``offset``: skip this many matching rows first
+    (without a filter, whole chunks are skipped undecoded). ``batch_size``: split output
+    batches to at most this many rows. ``string_view``: strings come out as Arrow
+    ``string_view`` (Polars' native layout; cheaper to decode
     from dictionaries) instead of ``string``. ``threads``: how many threads the native
     core scans on (None: every core; 1: the calling thread only); the batches and their
     order are the same whatever the count. ``read_dictionary``: string or binary columns to
