@@ -12,7 +12,9 @@ seed streams (valid input); mutants are never parsed with it.
 
 from __future__ import annotations
 
+import copy
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vortex_io._ipc.flatbuf import Table, root
@@ -27,7 +29,8 @@ from vortex_io._ipc.schema import (
 from vortex_io._metadata import Metadata
 from vortex_io._stats import ArrayStats
 
-__all__ = ["Field", "Node", "ArrayMsg", "RawMsg", "parse_stream", "proto_fields", "proto_encode"]
+__all__ = ["Field", "Node", "ArrayMsg", "RawMsg", "parse_stream", "proto_fields", "proto_encode",
+           "rewrite_arrays"]
 
 _U32 = struct.Struct("<I")
 
@@ -250,3 +253,17 @@ def parse_stream(stream: bytes) -> list[RawMsg]:
             arr = ArrayMsg(m.header.row_count, tree, bufs, m.header.custom_metadata)
         out.append(RawMsg(m.type, data, m.offset, fields, arr))
     return out
+
+
+def rewrite_arrays(stream: bytes, change: Callable[[ArrayMsg], None]) -> bytes:
+    """``stream`` with ``change`` applied to (a copy of) each Array message, re-framed; the
+    other messages as they were."""
+    out = []
+    for m in parse_stream(stream):
+        if m.array is None:
+            out.append(m.data)
+            continue
+        am = copy.deepcopy(m.array)
+        change(am)
+        out.append(am.encode())
+    return b"".join(out)

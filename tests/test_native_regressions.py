@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from fuzz.wire import rewrite_arrays
 from tests.native_util import NATIVE, assert_same
 from tests.vx_util import our_array_stream, our_stream
 from vortex_io import dtype as dt
@@ -193,23 +194,6 @@ def test_sparse_string_patch_with_dirty_inline_padding():
 # -- scans check what the reference scan checks (the sweep, extended to scans) ---------------
 
 
-def _rewritten(stream: bytes, change) -> bytes:
-    """``stream`` with ``change(ArrayMsg)`` applied to each Array message, re-framed."""
-    import copy
-
-    from fuzz.wire import parse_stream
-
-    out = []
-    for m in parse_stream(stream):
-        if m.array is None:
-            out.append(m.data)
-            continue
-        am = copy.deepcopy(m.array)
-        change(am)
-        out.append(am.encode())
-    return b"".join(out)
-
-
 def _scans(stream: bytes, **kw):
     """A scan's outcome with the native core and with the reference (both asserted equal):
     the table, or the error class."""
@@ -248,7 +232,7 @@ def test_a_scan_builds_neither_the_root_validity_nor_other_fields():
         assert v.encoding == "vortex.bool" and len(am.root.children) == 3
         am.buffers[v.buffers[0]] = (b"", 0)
 
-    bad = _rewritten(good, empty_validity)
+    bad = rewrite_arrays(good, empty_validity)
     with pytest.raises(vio.MalformedStreamError, match=r"vortex\.bool"):
         vio.read_ipc(bad).to_arrow()
     t = _scans(bad)
@@ -272,7 +256,7 @@ def test_output_columns_of_a_message_the_filter_rejects_are_not_built():
         b = am.root.children[1]
         am.buffers[b.buffers[0]] = (b"", 0)
 
-    bad = _rewritten(good, empty_b)
+    bad = rewrite_arrays(good, empty_b)
     with pytest.raises(vio.MalformedStreamError):
         vio.read_ipc(bad).to_arrow()
     assert _scans(bad, filter=col("i") > 1000).num_rows == 0  # every message rejected
@@ -295,6 +279,6 @@ def test_a_column_handed_back_is_checked_in_a_message_of_no_row():
     def no_rows(am) -> None:
         am.row_count = 0
 
-    bad = _rewritten(good, no_rows)
+    bad = rewrite_arrays(good, no_rows)
     assert _scans(bad) is vio.MalformedStreamError
     assert _scans(bad, columns=[]).num_rows == 0  # a count builds no column
