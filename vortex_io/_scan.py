@@ -41,6 +41,7 @@ from ._errors import (
     TruncatedStreamError,
     VortexIPCError,
 )
+from ._ipc.messages import check_message_rows
 from ._ipc.reader import StreamReader
 from ._ipc.schema import MessageType, decode_message_header
 from ._limits import DEFAULT_LIMITS, ReaderLimits
@@ -398,6 +399,13 @@ def _as_dictionaries(batch: Any, schema: Any) -> Any:
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
+def _rows_only(n: int) -> Any:
+    """A RecordBatch of ``n`` rows and no column (a count's batch)."""
+    import pyarrow as pa
+
+    return pa.record_batch([pa.nulls(n)], names=["_"]).select([])
+
+
 class _Budget:
     """The rows a scan still returns (``remaining``, None: no limit) and still skips."""
 
@@ -602,8 +610,6 @@ class Scan:
         (its length prefix and header; bodies are skipped, so damage inside a body goes
         unseen, as a Parquet count from the footer does not read pages). Framing errors
         are the reader's (``message_spans``)."""
-        import pyarrow as pa
-
         fd = reader.file_descriptor
         assert fd is not None
         size = os.fstat(fd).st_size
@@ -629,16 +635,16 @@ class Scan:
                 read_bytes = 0
             if sp is None:
                 return
-            if sp.rows > lim.max_rows_per_message:
-                raise LimitExceededError(
-                    f"array message of {sp.rows} rows, over the limit of "
-                    f"{lim.max_rows_per_message}", message_index=sp.index, offset=sp.offset,
-                    source=reader.source_name)
+            try:
+                check_message_rows(sp.rows, lim)
+            except VortexIPCError as e:
+                raise e.locate(message_index=sp.index, offset=sp.offset,
+                               source=reader.source_name) from None
             with stats._lock:
                 stats.chunks += 1
                 stats.rows_scanned += sp.rows
             if sp.rows:
-                yield pa.record_batch([pa.nulls(sp.rows)], names=["_"]).select([])
+                yield _rows_only(sp.rows)
 
     def _enter_range(self, reader: StreamReader) -> int:
         """Position ``reader`` at the first message of ``self.messages`` and end it before
@@ -801,16 +807,13 @@ class Scan:
                         continue
                     stats.bytes_canonicalized += r[4]
                 n, pos, cols = r[1], r[2], r[3]
-                if n == 0 and self.filter is not None:
-                    # nothing selected: no output column was built (as in the reference)
-                    if names:
-                        yield pa.RecordBatch.from_pylist([], schema=schema)
-                    continue
                 by_name = {}
                 for f, c in zip(outf, cols):
                     nm = d.names[f]
                     by_name[nm] = None if c is None else imp(types[nm].__arrow_c_schema__(), c)
-                if any(v is None for v in by_name.values()):
+                # the columns handed back are built (so checked) here, as the reference builds
+                # every output column of a message: but none of one a filter selects no row of
+                if (n or self.filter is None) and any(v is None for v in by_name.values()):
                     idx = None if pos is None else np.frombuffer(pos, dtype=np.uint32).astype(np.int64)
                     arr = m.array(d, reader.limits, lazy=True)
                     gathered: list[int] = []
@@ -825,13 +828,12 @@ class Scan:
                                        source=reader.source_name) from None
                     with stats._lock:
                         stats.bytes_canonicalized += sum(gathered) + canonicalized_nbytes(arr)
-                if n == 0:  # (a message of no row, after its columns handed back: built,
-                    # so checked, as the reference builds every output column without a filter)
+                if n == 0:
                     if names:
                         yield pa.RecordBatch.from_pylist([], schema=schema)
                     continue
                 if not names:  # rows only (a count)
-                    yield pa.record_batch([pa.nulls(n)], names=["_"]).select([])
+                    yield _rows_only(n)
                     continue
                 pinned = self._pinned or {}
                 out = [pa.repeat(pinned[nm], n) if nm in pinned else by_name[nm] for nm in names]
@@ -920,7 +922,7 @@ class Scan:
         if not names:
             k = n if idx is None else len(idx)
             return pa.RecordBatch.from_struct_array(pa.StructArray.from_arrays([], names=[]).slice(0, 0)) \
-                if k == 0 else pa.record_batch([pa.nulls(k)], names=["_"]).select([])
+                if k == 0 else _rows_only(k)
         return self._output(
             lambda nm: _select(arr.field(nm), idx, self.string_view, gathered), idx)
 
@@ -1086,8 +1088,8 @@ def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | No
     ``limit``: at most this many rows. ``offset``: skip this many matching rows first
     (without a filter, whole chunks are skipped undecoded). ``batch_size``: split output
     batches to at most this many rows. ``string_view``: strings come out as Arrow
-    ``string_view`` (Polars' native layout; cheaper to decode
-    from dictionaries) instead of ``string``. ``threads``: how many threads the native
+    ``string_view`` (Polars' native layout; cheaper to decode from dictionaries) instead of
+    ``string``. ``threads``: how many threads the native
     core scans on (None: every core; 1: the calling thread only); the batches and their
     order are the same whatever the count. ``read_dictionary``: string or binary columns to
     return as Arrow ``dictionary<int32, string | binary>`` (as ``pyarrow.parquet``'s option of

@@ -320,14 +320,18 @@ class _Builder:
                 e._pathed = True  # type: ignore[attr-defined]
             raise
 
+def check_message_rows(rows: int, limits: ReaderLimits) -> None:
+    """An Array message's row count (off its header) against ``limits``."""
+    if rows > limits.max_rows_per_message:
+        raise LimitExceededError(
+            f"array message of {rows} rows, over the limit of {limits.max_rows_per_message}")
+
+
 def decode_array_body(body: np.ndarray, header: MessageHeader, dtype: dt.DType,
                       limits: ReaderLimits = DEFAULT_LIMITS, lazy: bool = False) -> Array:
     """Decode an Array message body into a lazily decoded encoding tree (``lazy``: the root
     struct's fields are built from the header on first use, see ``LazyChildren``)."""
-    if header.row_count > limits.max_rows_per_message:
-        raise LimitExceededError(
-            f"array message of {header.row_count} rows, over the limit of {limits.max_rows_per_message}"
-        )
+    check_message_rows(header.row_count, limits)
     # the whole batch, before any node: rows x fixed width (a struct of many expanding
     # columns is bounded as a whole, not only column by column)
     from .._limits import decoded_width

@@ -34,10 +34,15 @@ class StructEncoding(Encoding):
         )
 
     @staticmethod
-    def split(arr: Array) -> tuple[Array | None, Sequence[Array] | LazyChildren]:
-        """(validity or None, the fields)."""
+    def _first_field(arr: Array) -> int:
+        """The index of the first field among the children (1 after a validity child)."""
         nf = len(held(arr.dtype, dt.Struct, "vortex.struct").dtypes)
-        if len(arr.children) == nf + 1:
+        return 1 if len(arr.children) == nf + 1 else 0
+
+    @classmethod
+    def split(cls, arr: Array) -> tuple[Array | None, Sequence[Array] | LazyChildren]:
+        """(validity or None, the fields)."""
+        if cls._first_field(arr):
             return arr.children[0], arr.children[1:]
         return None, arr.children
 
@@ -55,14 +60,13 @@ class StructEncoding(Encoding):
         return pa.Array.from_buffers(t, n, [vbuf], null_count=nulls, children=children)
 
     def struct_field(self, arr: Array, name: str) -> Array:
-        st = held(arr.dtype, dt.Struct, self.id)
         try:
-            i = st.names.index(name)
+            i = held(arr.dtype, dt.Struct, self.id).names.index(name)
         except ValueError:
             raise KeyError(name) from None
         # that child alone: a scan's lazily built root builds (and checks) neither the
         # struct's validity nor the other fields for it, as the native core does not
-        return arr.children[i + 1 if len(arr.children) == len(st.dtypes) + 1 else i]
+        return arr.children[self._first_field(arr) + i]
 
     def slice(self, arr: Array, start: int, stop: int) -> Array:
         return Array(self, arr.dtype, stop - start, children=[c.slice(start, stop) for c in arr.children])
