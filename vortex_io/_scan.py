@@ -920,9 +920,7 @@ class Scan:
             return pa.RecordBatch.from_arrays([col], schema=schema)
         names = schema.names
         if not names:
-            k = n if idx is None else len(idx)
-            return pa.RecordBatch.from_struct_array(pa.StructArray.from_arrays([], names=[]).slice(0, 0)) \
-                if k == 0 else _rows_only(k)
+            return _rows_only(n if idx is None else len(idx))
         return self._output(
             lambda nm: _select(arr.field(nm), idx, self.string_view, gathered), idx)
 

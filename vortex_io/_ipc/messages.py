@@ -320,6 +320,7 @@ class _Builder:
                 e._pathed = True  # type: ignore[attr-defined]
             raise
 
+
 def check_message_rows(rows: int, limits: ReaderLimits) -> None:
     """An Array message's row count (off its header) against ``limits``."""
     if rows > limits.max_rows_per_message:
