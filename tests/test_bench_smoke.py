@@ -147,7 +147,15 @@ def test_issue19_groups_run_with_threads_faults_and_bars(tmp_path, restore_threa
             "polars-filter-symbol", "duckdb-groupby-symbol", "duckdb-like-m",
             "duckdb-ts-between", "duckdb-filter-symbol"} <= ops
     assert all(r["check"] == "passed" for r in doc["results"])
+    # the reference rows are measured and checked beside the peers, and judge no bar
+    names = {op: {s["name"] for s in by_op[("adapters", op)]["systems"]}
+             for op in ("polars-count-size-gt100", "duckdb-like-m")}
+    assert "polars-reader-floor" in names["polars-count-size-gt100"]
+    assert "vortex_ipc-range" in names["duckdb-like-m"]
     bars = {b["label"]: b for b in doc["bars"]}
+    assert bars["Polars filter(size > 100).len(): vortex / Parquet zstd"]["fastest_peer"] \
+        == "scan_parquet-zstd"
+    assert bars["DuckDB LIKE 'M%': vortex / Parquet zstd"]["fastest_peer"] == "read_parquet-zstd"
     b = bars["decode trades: vortex_io / Parquet zstd"]
     assert b["measured"] and b["ratio"] == pytest.approx(
         dec["vortex_io"]["median_s"] / min(dec["parquet-zstd"]["median_s"],
