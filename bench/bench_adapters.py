@@ -188,47 +188,49 @@ def polars_cases(t: pa.Table, paths: dict[str, Path], vio_label: str, ds: str) -
         systems=systems(lambda lf: lf.filter(pl.col("symbol") == "AAPL"), None, ipc_too=True))
 
 
-# -- DuckDB -------------------------------------------------------------------------------------
-
-
 def _ready_frames_scan(path: Path) -> Any:
     """``pl.scan_external_reader`` over a reader that yields, whatever it is asked, the frames
     of ``scan(path).filter(size > 100)`` (the ``size`` column Polars asks for that query),
-    made here: Polars' reader protocol alone (its thread pool per query, its calls into the
+    made once: Polars' reader protocol alone (its thread pool per query, its calls into the
     reader, a frame per message), the floor under any Python reader of this query."""
     import polars as pl
-    from polars.io.external_reader import FileReader, FileReaderBuilder, ReaderCapabilities
-
-    from vortex_io.expr import col
 
     global _READY
     if _READY is None or _READY[0] != path:
+        from polars.io.external_reader import FileReader, FileReaderBuilder, ReaderCapabilities
+
+        from vortex_io.expr import col
+
         frames = [pl.DataFrame(b) for b in vio.scan(path, columns=["size"],
                                                     filter=col("size") > 100)]
-        _READY = (path, frames, pl.scan_vortex_ipc(path).collect_schema())
-    _, frames, schema = _READY
+        schema = pl.scan_vortex_ipc(path).collect_schema()  # type: ignore[attr-defined]
 
-    class Reader(FileReader):
-        def schema(self) -> Any:
-            return schema
+        class Reader(FileReader):
+            def schema(self) -> Any:
+                return schema
 
-        def n_rows_in_file(self, limit: int | None = None) -> int:
-            return sum(f.height for f in frames)
+            def n_rows_in_file(self, limit: int | None = None) -> int:
+                return sum(f.height for f in frames)
 
-        def collect_batches(self, **_: Any) -> Iterator[Any]:
-            yield from frames
+            def collect_batches(self, **_: Any) -> Iterator[Any]:
+                yield from frames
 
-    class Builder(FileReaderBuilder):
-        def reader_capabilities(self) -> Any:
-            return ReaderCapabilities(pre_slice=True, supported_filter="full")
+        class Builder(FileReaderBuilder):
+            def reader_capabilities(self) -> Any:
+                return ReaderCapabilities(pre_slice=True, supported_filter="full")
 
-        def build_file_reader(self, source: Any, multi_scan_context: Any) -> Any:
-            return Reader()
+            def build_file_reader(self, source: Any, multi_scan_context: Any) -> Any:
+                return Reader()
 
-    return pl.scan_external_reader(Builder(), sources=[str(path)], schema=schema)
+        _READY = (path, Builder(), schema)
+    _, builder, schema = _READY
+    return pl.scan_external_reader(builder, sources=[str(path)], schema=schema)
 
 
-_READY: tuple[Path, list[Any], Any] | None = None
+_READY: tuple[Path, Any, Any] | None = None
+
+
+# -- DuckDB -------------------------------------------------------------------------------------
 
 
 def _sql_query(con: Any, text: str) -> Callable[[], pa.Table]:
