@@ -133,8 +133,8 @@ def polars_cases(t: pa.Table, paths: dict[str, Path], vio_label: str, ds: str) -
              f"files: vortex {_mb(paths['vortex'])}, parquet zstd {_mb(paths['parquet'])}, "
              f"arrow ipc zstd {_mb(paths['ipc-zstd'])}"]
 
-    def systems(query: Callable[[Any], Any], sort_by: list[str] | None, *, ipc_too: bool
-                ) -> list[System]:
+    def systems(query: Callable[[Any], Any], sort_by: list[str] | None, *, ipc_too: bool,
+                floor: bool = False) -> list[System]:
         def as_table(df: Any) -> pa.Table:
             return normalize(df.to_arrow(), sort_by)
 
@@ -151,22 +151,22 @@ def polars_cases(t: pa.Table, paths: dict[str, Path], vio_label: str, ds: str) -
         if ipc_too:
             out.append(sys_("scan_ipc-zstd", lambda: pl.scan_ipc(paths["ipc-zstd"]), threads,
                             "pl.scan_ipc on the Arrow IPC zstd file"))
+        if floor:
+            out.append(sys_("polars-reader-floor", lambda: _ready_frames_scan(paths["vortex"]),
+                            threads, "reference, not a peer: Polars' external-reader scan of "
+                            "a reader that yields this query's frames made before the timed "
+                            "call (what Polars' Python reader protocol costs with nothing "
+                            "read or decoded)"))
         return out
 
-    count = lambda lf: lf.filter(pl.col("size") > 100).select(pl.len())  # noqa: E731
-    floor = System("polars-reader-floor", lambda: count(_ready_frames_scan(paths["vortex"])).collect(),
-                   lambda df: normalize(df.to_arrow()), threads=threads,
-                   setup=thread_setup(pyarrow=None),
-                   note="reference, not a peer: Polars' external-reader scan of a reader "
-                        "that yields this query's frames made before the timed call (what "
-                        "Polars' Python reader protocol costs with nothing read or decoded)")
     yield Case(
         group="adapters", dataset=ds, op="polars-count-size-gt100", peer="scan_parquet-zstd",
         description="scan(f).filter(pl.col('size') > 100).select(pl.len()).collect()",
         expected=pa.table({"len": pa.array([int(pc.sum(pc.greater(t["size"], 100)).as_py())],
                                            pa.int64())}),
         notes=notes,
-        systems=[*systems(count, None, ipc_too=False), floor])
+        systems=systems(lambda lf: lf.filter(pl.col("size") > 100).select(pl.len()), None,
+                        ipc_too=False, floor=True))
     yield Case(
         group="adapters", dataset=ds, op="polars-groupby-symbol", peer="scan_parquet-zstd",
         description="scan(f).group_by('symbol').agg(price.mean(), size.sum()).collect()",
@@ -234,6 +234,7 @@ _READY: tuple[Path, Any, Any] | None = None
 
 
 def _sql_query(con: Any, text: str) -> Callable[[], pa.Table]:
+    """The timed call of a DuckDB query: its result as a pyarrow Table."""
     return lambda: con.sql(text).to_arrow_table()
 
 
@@ -280,8 +281,7 @@ def duckdb_cases(t: pa.Table, paths: dict[str, Path], vio_label: str, ds: str) -
 
     def systems(sql: str, sort_by: list[str] | None) -> list[System]:
         def q(source: str) -> Callable[[], pa.Table]:
-            text = sql.format(src=source)
-            return lambda: con.sql(text).to_arrow_table()
+            return _sql_query(con, sql.format(src=source))
 
         def as_table(out: pa.Table) -> pa.Table:
             return normalize(out, sort_by)
