@@ -108,11 +108,9 @@ def test_float16_statistics_are_written():
 
 
 UNSUPPORTED = {
-    "duration": pa.array([1, 2], pa.duration("s")),
-    "interval": pa.array([pa.scalar((1, 2, 3), pa.month_day_nano_interval()).as_py()] * 2,
-                         pa.month_day_nano_interval()),
-    "map": pa.array([[("a", 1)], []], pa.map_(pa.string(), pa.int8())),
     "union": pa.UnionArray.from_sparse(pa.array([0, 0], pa.int8()), [pa.array([1, 2])]),
+    "dense_union": pa.UnionArray.from_dense(pa.array([0, 0], pa.int8()),
+                                            pa.array([0, 1], pa.int32()), [pa.array([1, 2])]),
 }
 
 

@@ -176,12 +176,25 @@ def test_arrow_schema_maps_to_a_non_nullable_struct():
 
 
 @pytest.mark.parametrize("arrow_type", [
-    pa.duration("s"), pa.month_day_nano_interval(), pa.map_(pa.utf8(), pa.int32()),
-    pa.dense_union([pa.field("a", pa.int8())]),
+    pa.dense_union([pa.field("a", pa.int8())]), pa.sparse_union([pa.field("a", pa.utf8())]),
 ], ids=str)
 def test_arrow_types_without_a_vortex_equivalent(arrow_type):
     with pytest.raises(vio.UnsupportedError, match="no Vortex equivalent"):
         dt.from_arrow(arrow_type)
+
+
+@pytest.mark.parametrize(("arrow_type", "storage"), [
+    (pa.duration("s"), dt.int64(True)),
+    (pa.month_day_nano_interval(), dt.Struct(["months", "days", "nanoseconds"],
+                                             [dt.int32(), dt.int32(), dt.int64()], True)),
+    (pa.map_(pa.utf8(), pa.int32()),
+     dt.List(dt.Struct(["key", "value"], [dt.Utf8(), dt.int32(True)]), True)),
+    (pa.binary(16), dt.Binary(True)),
+    (pa.uuid(), dt.Binary(True)),
+    (pa.dictionary(pa.int8(), pa.large_string()), dt.Utf8(True)),
+], ids=str)
+def test_arrow_types_stored_as_their_values(arrow_type, storage):
+    assert dt.from_arrow(arrow_type) == storage
 
 
 @SETTINGS

@@ -39,7 +39,7 @@ OWN_ENGINES = {
     "integrations.ray_data": {"ray", "pandas"},
     "integrations.dask_dataframe": {"dask", "pandas"},
 }
-ADAPTER_MAY_USE = {"", "_scan", "expr", "compute._expr", "compute", "_errors", "dtype", "_arrow", "_ipc",
+ADAPTER_MAY_USE = {"", "_scan", "expr", "compute._expr", "compute", "_errors", "dtype", "_arrow", "_arrow_schema", "_ipc",
                    "_limits", "_metadata", "_fs"}
 
 

@@ -156,14 +156,18 @@ def test_vortex_data_decodes_messages_that_carry_metadata():
         assert got.to_pylist() == t.to_pylist()
 
 
-def test_batch_to_arrow_carries_batch_metadata():
+def test_batch_to_arrow_has_the_stream_schema_and_its_own_metadata_apart():
+    """As a pyarrow.ipc reader gives them: a batch's schema is the stream's (metadata
+    included, what read_table keeps); the batch's own metadata is Batch.metadata."""
     data = _write({"s": "1"}, [(_rows(2), {"batch": "b0", "n": "2"}), (_rows(1), None)])
     with vio.StreamReader(data) as r:
         b0, b1 = list(r)
+        assert b0.to_arrow().schema == r.schema
     rb = b0.to_arrow()
     assert isinstance(rb, pa.RecordBatch)
-    assert rb.schema.metadata == {b"batch": b"b0", b"n": b"2"}
-    assert not b1.to_arrow().schema.metadata
+    assert rb.schema.metadata == {b"s": b"1"} == b1.to_arrow().schema.metadata
+    assert dict(b0.metadata) == {b"batch": b"b0", b"n": b"2"} and not b1.metadata
+    assert pa.table(b0).schema.metadata == {b"s": b"1"}
 
 
 def test_reader_schema_carries_stream_metadata():

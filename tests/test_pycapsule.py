@@ -68,12 +68,13 @@ def test_batch_to_pyarrow():
     assert vio.array(batches()[0]).to_arrow().to_pylist() == TABLE.slice(0, CHUNK).to_pylist()
 
 
-def test_batch_metadata_travels_with_it():
+def test_a_batch_exports_the_stream_schema_its_metadata_apart():
     buf = io.BytesIO()
-    with vio.StreamWriter(buf, TABLE.schema) as w:
+    with vio.StreamWriter(buf, TABLE.schema, metadata={"stream": "s"}) as w:
         w.write(TABLE.slice(0, 5), metadata={"batch": "0"})
     (b,) = vio.StreamReader(buf.getvalue())
-    assert pa.schema(b).metadata == {b"batch": b"0"} == pa.record_batch(b).schema.metadata
+    assert pa.schema(b).metadata == {b"stream": b"s"} == pa.record_batch(b).schema.metadata
+    assert dict(b.metadata) == {b"batch": b"0"}
 
 
 def test_batch_of_an_array_stream_exports_an_array():

@@ -159,8 +159,29 @@ def _type_dtype(t: pa.DataType, nullable: bool, path: str | None) -> dt.DType:
         return dt.time(t.unit, nullable)
     if pa.types.is_dictionary(t):
         return _type_dtype(t.value_type, nullable, path)
+    if pa.types.is_map(t):  # its storage: a list of non-nullable (key, item) structs
+        entries = dt.Struct([t.key_field.name, t.item_field.name],
+                            [sub(t.key_field), sub(t.item_field)], False)
+        return dt.List(entries, nullable)
+    if pa.types.is_duration(t):
+        return dt.Primitive(dt.PType.I64, nullable)
+    if t == pa.month_day_nano_interval():
+        return dt.Struct(list(INTERVAL_FIELDS),
+                         [dt.Primitive(dt.PType.I32, False), dt.Primitive(dt.PType.I32, False),
+                          dt.Primitive(dt.PType.I64, False)], nullable)
+    if pa.types.is_fixed_size_binary(t):
+        return dt.Binary(nullable)
+    if isinstance(t, pa.BaseExtensionType):
+        return _type_dtype(t.storage_type, nullable, path)
+    if pa.types.is_run_end_encoded(t):
+        return _type_dtype(t.value_type, nullable, path)
     where = f"column {path!r}: " if path is not None else ""
     raise UnsupportedError(f"{where}Arrow type {t} has no Vortex equivalent")
+
+
+#: the fields a ``month_day_nano_interval`` is stored as (a struct of i32, i32, i64)
+INTERVAL_FIELDS = ("months", "days", "nanoseconds")
+_INTERVAL_NP = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanoseconds", "<i8")])
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -236,18 +257,71 @@ def _bits_at_zero(buf: pa.Buffer | None, off: int, n: int) -> np.ndarray:
     return np.packbits(np.unpackbits(bits, bitorder="little")[s : s + n], bitorder="little")
 
 
-def _validity(a: pa.Array, d: dt.DType) -> Array | None:
+#: where a value lies under a null parent (a struct's or list's null slot, at any depth
+#: above it): a callable giving that mask over the array's rows, computed only when needed
+Under = Any
+
+
+def _validity(a: pa.Array, d: dt.DType, under: Under = None, path: str = "") -> Array | None:
     if not _BOUND:
         _bind_constructors()
     n = len(a)
     nulls = a.null_count
     if nulls and not d.nullable:
-        raise ValueError(f"column has {nulls} nulls but its dtype {d!r} is not nullable")
+        _check_masked(a, under, path)
+        return None  # every null lies under a null parent: masked, whatever it holds
     if nulls == 0:
         return None
     if nulls == n:
         return constant_array(False, n, dt.Bool())
     return bool_array_from_bits(_bits_at_zero(a.buffers()[0], a.offset, n), 0, n)
+
+
+def _check_masked(a: pa.Array, under: Under, path: str) -> None:
+    """A non-nullable field's nulls are valid Arrow only under a null parent (a nullable
+    struct or list whose slot is null there); any other null raises ``UnsupportedError``
+    naming the column and the first such row."""
+    nulls = ~np.asarray(a.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if under is not None:
+        nulls &= ~under()
+    if nulls.any():
+        where = f"column {path!r}: " if path else ""
+        raise UnsupportedError(
+            f"{where}{int(nulls.sum())} null(s) in a non-nullable field where its parent is "
+            f"valid (row {int(np.argmax(nulls))} first); Arrow's schema says it holds none")
+
+
+def _nulls_mask(a: pa.Array) -> np.ndarray:
+    """True where ``a`` is null (``a``'s own validity)."""
+    if a.null_count == 0:
+        return np.zeros(len(a), dtype=bool)
+    return ~np.asarray(a.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _child_under(a: pa.Array, under: Under) -> Under:
+    """The mask of a struct's fields: under its own nulls or its parents'."""
+    if a.null_count == 0:
+        return under
+    return lambda: _nulls_mask(a) | (under() if under is not None else False)
+
+
+def _elements_under(a: pa.Array, under: Under, starts: np.ndarray, sizes: np.ndarray,
+                    count: int) -> Under:
+    """The mask of a list's elements (``count`` of them; slot ``i`` covers ``sizes[i]``
+    elements from ``starts[i]``): an element is masked unless a valid slot covers it."""
+    if a.null_count == 0 and under is None:
+        return None
+
+    def mask() -> np.ndarray:
+        slot_masked = _nulls_mask(a) | (under() if under is not None else False)
+        cover = np.zeros(count + 1, dtype=np.int64)
+        live = ~slot_masked
+        st, sz = starts[live].astype(np.int64), sizes[live].astype(np.int64)
+        np.add.at(cover, st, 1)
+        np.add.at(cover, st + sz, -1)
+        return np.cumsum(cover[:count]) <= 0
+
+    return mask
 
 
 def from_arrow(obj: Any, dtype: dt.DType | None = None) -> Array:
@@ -276,26 +350,42 @@ def _from_batch(b: pa.RecordBatch, d: dt.DType) -> Array:
         _bind_constructors()
     if not isinstance(d, dt.Struct) or len(d.dtypes) != b.num_columns:
         raise ValueError(f"record batch with {b.num_columns} columns does not match {d!r}")
-    fields = [_from_array(b.column(i), fd) for i, fd in enumerate(d.dtypes)]
+    fields = [_from_array(b.column(i), fd, None, name)
+              for i, (fd, name) in enumerate(zip(d.dtypes, d.names))]
     return struct_array(d, b.num_rows, fields)
 
 
-def _from_array(a: pa.Array, d: dt.DType) -> Array:
+def _from_array(a: pa.Array, d: dt.DType, under: Under = None, path: str = "") -> Array:
+    """``a`` as a Vortex array of dtype ``d``; ``under``: where its rows lie under a null
+    parent (their values are masked), ``path``: the column it is, for errors."""
     if not _BOUND:
         _bind_constructors()
     t = a.type
     n = len(a)
     off = a.offset
     if pa.types.is_dictionary(t):
-        return _from_array(a.dictionary_decode(), d)
-    if isinstance(t, pa.ExtensionType):
-        raise UnsupportedError(f"Arrow extension type {t} is not supported")
+        return _from_array(_dictionary_decoded(a, under, path), d, under, path)
+    if isinstance(t, pa.BaseExtensionType):
+        return _from_array(a.storage, d, under, path)
+    if pa.types.is_run_end_encoded(t):
+        import pyarrow.compute as pc
+
+        return _from_array(pc.run_end_decode(a), d, under, path)
+    if pa.types.is_duration(t):
+        return _from_array(a.view(pa.int64()), d, under, path)
+    if t == pa.month_day_nano_interval():
+        raw = np.frombuffer(a.buffers()[1], dtype=_INTERVAL_NP)[off : off + n]
+        parts = [pa.array(np.ascontiguousarray(raw[f])) for f in INTERVAL_FIELDS]
+        mask = pa.array(_nulls_mask(a)) if a.null_count else None
+        return _from_array(pa.StructArray.from_arrays(parts, list(INTERVAL_FIELDS), mask=mask),
+                           d, under, path)
     if isinstance(d, dt.Extension):
         storage_t = dtype_to_arrow(d.storage)
-        return ext_array(d, _from_array(a.view(storage_t) if a.type != storage_t else a, d.storage))
+        return ext_array(d, _from_array(a.view(storage_t) if a.type != storage_t else a,
+                                        d.storage, under, path))
     if isinstance(d, dt.Null):
         return null_array(n)
-    v = _validity(a, d)
+    v = _validity(a, d, under, path)
     bufs = a.buffers()
     if isinstance(d, dt.Bool):
         return bool_array_from_bits(_bits_at_zero(bufs[1], off, n), 0, n, v, d.nullable)
@@ -309,6 +399,13 @@ def _from_array(a: pa.Array, d: dt.DType) -> Array:
         w = t.byte_width
         return decimal_array(d, _np(bufs[1])[off * w : (off + n) * w], w, v)
     if isinstance(d, (dt.Utf8, dt.Binary)):
+        if pa.types.is_fixed_size_binary(t):
+            w = t.byte_width
+            ot = np.dtype("<i8") if n * w >= 2**31 else np.dtype("<i4")
+            offsets = (np.arange(0, (n + 1) * w, w, dtype=ot) if w
+                       else np.zeros(n + 1, dtype=ot))
+            return varbin_array(d, primitive_array(offsets),
+                                _np(bufs[1])[off * w : (off + n) * w], v)
         if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
             views = _np(bufs[1])[off * 16 : (off + n) * 16]
             return varbinview_array(d, views, [_np(b) for b in bufs[2:]], v)
@@ -322,12 +419,16 @@ def _from_array(a: pa.Array, d: dt.DType) -> Array:
         offsets, data = _trim(offsets, data)
         return varbin_array(d, primitive_array(offsets), data, v)
     if isinstance(d, dt.List):
+        sub = f"{path}[]" if path else ""
         if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
             ot = np.dtype("<i8") if pa.types.is_large_list_view(t) else np.dtype("<i4")
             offs = _np(bufs[1]).view(ot)[off : off + n]
             sizes = _np(bufs[2]).view(ot)[off : off + n]
-            return listview_array(d, _from_array(a.values, d.element), primitive_array(offs),
-                                  primitive_array(sizes), v)
+            values = a.values
+            return listview_array(
+                d, _from_array(values, d.element,
+                               _elements_under(a, under, offs, sizes, len(values)), sub),
+                primitive_array(offs), primitive_array(sizes), v)
         ot = np.dtype("<i8") if pa.types.is_large_list(t) else np.dtype("<i4")
         if n == 0 and bufs[1] is None:
             offs = np.zeros(1, dtype=ot)
@@ -339,15 +440,45 @@ def _from_array(a: pa.Array, d: dt.DType) -> Array:
             # a slice: keep only the elements it references
             values = values.slice(lo, hi - lo)
             offs = offs - offs.dtype.type(lo)
-        return list_array(d, _from_array(values, d.element), primitive_array(offs), v)
+        eu = _elements_under(a, under, offs[:-1], np.diff(offs), len(values))
+        return list_array(d, _from_array(values, d.element, eu, sub), primitive_array(offs), v)
     if isinstance(d, dt.FixedSizeList):
         s = d.size
         elems = a.values.slice(off * s, n * s)
-        return fixed_size_list_array(d, n, _from_array(elems, d.element), v)
+        eu = _elements_under(a, under, np.arange(n, dtype=np.int64) * s,
+                             np.full(n, s, dtype=np.int64), n * s)
+        return fixed_size_list_array(d, n, _from_array(elems, d.element, eu,
+                                                       f"{path}[]" if path else ""), v)
     if isinstance(d, dt.Struct):
-        fields = [_from_array(a.field(i), fd) for i, fd in enumerate(d.dtypes)]
+        cu = _child_under(a, under)
+        fields = [_from_array(a.field(i), fd, cu, f"{path}.{name}" if path else name)
+                  for i, (fd, name) in enumerate(zip(d.dtypes, d.names))]
         return struct_array(d, n, fields, v)
     raise UnsupportedError(f"cannot convert Arrow {t} to {d!r}")
+
+
+def _dictionary_decoded(a: pa.DictionaryArray, under: Under, path: str) -> pa.Array:
+    """A dictionary array's values; an index out of the dictionary's range is valid only
+    under a null parent (what pyarrow's builders leave there): it decodes to null."""
+    idx = a.indices
+    n = len(a.dictionary)
+    raw = idx.to_numpy(zero_copy_only=False) if idx.null_count == 0 else \
+        idx.fill_null(0).to_numpy(zero_copy_only=False)
+    bad = (raw < 0) | (raw >= n)
+    if idx.null_count:
+        bad &= np.asarray(idx.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if not bad.any():
+        return a.dictionary_decode()
+    stray = bad & ~under() if under is not None else bad
+    if stray.any():
+        where = f"column {path!r}: " if path else ""
+        raise UnsupportedError(f"{where}dictionary index {int(raw[np.argmax(stray)])} out of "
+                               f"range at row {int(np.argmax(stray))} (the dictionary holds {n})")
+    keep = np.where(bad, 0, raw)
+    mask = pa.array(bad | ~np.asarray(idx.is_valid().to_numpy(zero_copy_only=False), dtype=bool))
+    if n == 0:
+        return pa.nulls(len(a), a.dictionary.type)
+    return a.dictionary.take(pa.array(keep, mask=mask))
 
 
 def _trim(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

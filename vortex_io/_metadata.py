@@ -26,9 +26,13 @@ from __future__ import annotations
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, Union
 
-__all__ = ["Metadata", "MetadataLike"]
+__all__ = ["ARROW_SCHEMA_KEY", "Metadata", "MetadataLike"]
 
 MetadataLike = Union["Metadata", Mapping[Any, Any], Iterable[tuple[Any, Any]], None]
+
+#: the reserved stream metadata key under which a writer keeps the exact Arrow schema
+#: (``vortex_io._arrow_schema``)
+ARROW_SCHEMA_KEY = b"vortex_io.arrow_schema"
 
 
 def _b(x: Any, what: str) -> bytes:

@@ -34,6 +34,7 @@ from . import _native_glue as ng
 from . import dtype as dt
 from ._array import Array, canonicalized_nbytes
 from ._arrow import arrow_take
+from ._arrow_schema import same_schema
 from ._check import check_int, check_names, check_source, check_type, describe
 from ._errors import (
     LimitExceededError,
@@ -330,6 +331,24 @@ def expand_sources(source: Any, *, storage_options: dict[str, Any] | None = None
     return [source]
 
 
+def _exact_schema(storage: Any, d: dt.DType, columns: Sequence[str] | None, exact: Any,
+                  string_view: bool) -> Any:
+    """``storage`` (a ``_schema_of``) in the stream's exact Arrow types (``exact``: the
+    reader's ``schema``); its metadata as it is (duplicate keys kept)."""
+    from ._arrow import to_arrow_schema
+    from ._arrow_schema import engine_schema
+
+    if same_schema(exact.remove_metadata(), to_arrow_schema(d)):
+        return storage  # the dtype gives the exact types
+    if string_view:
+        exact = engine_schema(exact)
+    names = list(d.names) if isinstance(d, dt.Struct) else ["values"]
+    out = storage
+    for i, n in enumerate(names if columns is None else columns):
+        out = out.set(i, exact.field(names.index(n)))
+    return out
+
+
 def _schema_of(d: dt.DType, columns: Sequence[str] | None, metadata: Any = None,
                string_view: bool = False) -> Any:
     """The Arrow schema of the scan's batches: the projected columns (strings as views
@@ -391,11 +410,16 @@ def _to_dictionary(a: Any, typ: Any) -> Any:
     return pc.dictionary_encode(a)
 
 
-def _as_dictionaries(batch: Any, schema: Any) -> Any:
+def _conform(batch: Any, schema: Any) -> Any:
+    """A scan's batch (in the dtype's types) in the types of its output ``schema``: the
+    stream's exact Arrow types, ``read_dictionary``'s columns as dictionaries."""
     import pyarrow as pa
 
-    cols = [_to_dictionary(c, f.type) if c.type != f.type else c
-            for c, f in zip(batch.columns, schema)]
+    from ._arrow_schema import restore_array
+
+    if batch.num_columns == 0:
+        return batch.replace_schema_metadata(schema.metadata)
+    cols = [restore_array(c, f.type) for c, f in zip(batch.columns, schema)]
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
@@ -513,7 +537,8 @@ class Scan:
         if self.filter is not None:
             check_expr(self.filter, d)
         self._schema = _schema_of(d, self.columns, self._metadata, self.string_view)
-        self._out_schema = _dictionary_schema(self._schema, d, self.read_dictionary)
+        exact = _exact_schema(self._schema, d, self.columns, r.schema, self.string_view)
+        self._out_schema = _dictionary_schema(exact, d, self.read_dictionary)
         return d
 
     @property
@@ -549,8 +574,9 @@ class Scan:
                 stats.rows_returned += out.num_rows
             if out.num_rows == 0:
                 return
-            if out.schema is not self._out_schema and not out.schema.equals(self._out_schema):
-                out = _as_dictionaries(out, self._out_schema)
+            if out.schema is not self._out_schema and not same_schema(out.schema,
+                                                                      self._out_schema):
+                out = _conform(out, self._out_schema)
             if self.batch_size:
                 for s in range(0, out.num_rows, self.batch_size):
                     yield out.slice(s, self.batch_size)

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -552,10 +552,14 @@ class MessageEncoder:
         self.messages += 1
         return [bytes(head), *body_parts]
 
-    def dtype_message(self, dtype: dt.DType, metadata: MetadataLike = None) -> list[Any]:
-        """The DType message that starts a stream (``metadata``: the stream's)."""
+    def dtype_message(self, dtype: dt.DType, metadata: MetadataLike = None,
+                      reserved: Sequence[tuple[bytes, bytes]] = ()) -> list[Any]:
+        """The DType message that starts a stream (``metadata``: the stream's; ``reserved``:
+        pairs under the reserved ``vortex_io.`` prefix that the library itself adds)."""
         md = Metadata.coerce(metadata)
         ig.check_user_metadata(md)
+        if reserved:
+            md = Metadata([*md.items(), *reserved])
         body = encode_dtype(dtype)
         if self.integrity:
             self._dtype = dtype

@@ -26,7 +26,7 @@ from .. import dtype as dt
 from .._array import Array
 from .._errors import MalformedStreamError, VortexIPCError
 from .._limits import DEFAULT_LIMITS, ReaderLimits
-from .._metadata import Metadata
+from .._metadata import ARROW_SCHEMA_KEY, Metadata
 from .framing import STREAM_ALIGNMENT, MessageDecoder
 from .messages import Message, aligned_empty
 from .schema import MessageType
@@ -58,13 +58,17 @@ class Batch:
     True
     """
 
-    __slots__ = ("_array", "_ctx", "_msg", "index", "metadata", "offset")
+    __slots__ = ("_array", "_ctx", "_layout", "_msg", "_stream_metadata", "index", "metadata",
+                 "offset")
 
     def __init__(self, array: Array | None, metadata: Metadata, index: int, offset: int,
-                 msg: Message | None = None, ctx: Any = None) -> None:
+                 msg: Message | None = None, ctx: Any = None, layout: Any = None,
+                 stream_metadata: Metadata | None = None) -> None:
         self._array = array
         self._msg = msg
         self._ctx = ctx  # (dtype, limits, lazy fields) to build the array later
+        self._layout = layout  # the stream's exact Arrow schema (vortex_io._arrow_schema)
+        self._stream_metadata = stream_metadata
         self.metadata = metadata
         self.index = index
         self.offset = offset
@@ -84,9 +88,26 @@ class Batch:
         return len(self.array)
 
     def to_arrow(self, *, string_view: bool = False) -> Any:
-        """A ``pyarrow.RecordBatch`` (struct streams, batch metadata attached as the
-        schema's metadata) or a ``pyarrow.Array``. ``string_view=True`` decodes strings
-        to Arrow ``string_view``."""
+        """A ``pyarrow.RecordBatch`` (struct streams; its schema is the stream's, metadata
+        included, as a ``pyarrow.ipc`` reader gives it: the batch's own metadata is
+        ``metadata``) or a ``pyarrow.Array``. ``string_view=True`` decodes strings to Arrow
+        ``string_view``."""
+        a = self._decoded(string_view)
+        layout = self._layout
+        if layout is None:
+            return a
+        from .._arrow_schema import restore_array, restore_batch
+
+        if _table_fields(self._dtype()) is not None:
+            return restore_batch(a, layout.schema(string_view).with_metadata(a.schema.metadata))
+        return restore_array(a, layout.field_types(None, string_view)[0])
+
+    def _schema_metadata(self) -> Any:
+        md = self._stream_metadata
+        return md.to_arrow() if md else None
+
+    def _decoded(self, string_view: bool) -> Any:
+        """``to_arrow`` in the types the dtype decodes to."""
         import pyarrow as pa
 
         if self._msg is not None and self._array is None and ng.enabled():
@@ -97,7 +118,7 @@ class Batch:
                 a = a.combine_chunks()
             rb = pa.RecordBatch.from_struct_array(a)
             schema = pa.schema([pa.field(f.name, f.type, f.nullable) for f in a.type],
-                               metadata=self.metadata.to_arrow() if self.metadata else None)
+                               metadata=self._schema_metadata())
             return _with_schema(rb, schema)  # (no columns: its rows kept)
         return a
 
@@ -114,8 +135,8 @@ class Batch:
         if fields is None:
             return cols[0]
         schema = to_arrow_schema(d, string_view)
-        if self.metadata:
-            schema = schema.with_metadata(self.metadata.to_arrow())
+        if self._stream_metadata:
+            schema = schema.with_metadata(self._schema_metadata())
         if not fields:
             return pa.RecordBatch.from_struct_array(
                 pa.StructArray.from_arrays([], names=[]).slice(0, 0)) if m.header.row_count == 0 \
@@ -142,12 +163,12 @@ class Batch:
         from .._arrow import dtype_to_arrow, to_arrow_schema
 
         d = self._dtype()
+        layout = self._layout
         if _table_fields(d) is None:
-            return dtype_to_arrow(d).__arrow_c_schema__()
-        schema = to_arrow_schema(d)
-        if self.metadata:
-            schema = schema.with_metadata(self.metadata.to_arrow())
-        return schema.__arrow_c_schema__()
+            t = dtype_to_arrow(d) if layout is None else layout.field_types(None)[0]
+            return t.__arrow_c_schema__()
+        schema = to_arrow_schema(d) if layout is None else layout.schema()
+        return schema.with_metadata(self._schema_metadata()).__arrow_c_schema__()
 
     def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]:
         """The batch as an Arrow C array (a table's as a struct array: a record batch):
@@ -264,18 +285,22 @@ def _python_columns(m: Message, d: dt.DType, limits: ReaderLimits,
     return out
 
 
-def _batch(m: Message, d: dt.DType, limits: ReaderLimits, lazy: bool) -> Batch:
+def _batch(m: Message, d: dt.DType, limits: ReaderLimits, lazy: bool, layout: Any = None,
+           stream_metadata: Metadata | None = None) -> Batch:
     """The Batch of an Array message: with the native core, its header is walked and
     checked natively now (the errors the reference builder raises, raised here) and the
-    Python tree is built only if asked for; else the Python tree now."""
+    Python tree is built only if asked for; else the Python tree now. ``layout`` and
+    ``stream_metadata``: the stream's exact Arrow schema (or None) and metadata."""
     if ng.enabled():
         m.check_body()
         r = ng.stream(d, limits).validate(
             [(m.body, m.header.row_count, m.header.encodings, ng.known_flags(m.header.encodings))], 1)[0]
         if r is not None:
             raise ng.error_of(r[0], r[1]).locate(message_index=m.index, offset=m.offset)
-        return Batch(None, m.metadata, m.index, m.offset, m, (d, limits, lazy))
-    return Batch(m.array(d, limits, lazy), m.metadata, m.index, m.offset)
+        return Batch(None, m.metadata, m.index, m.offset, m, (d, limits, lazy), layout,
+                     stream_metadata)
+    return Batch(m.array(d, limits, lazy), m.metadata, m.index, m.offset, None, None, layout,
+                 stream_metadata)
 
 
 #: the native core decodes up to this many messages (or bytes of bodies) in one call
@@ -292,15 +317,30 @@ def _check_stream_message(msg: Message) -> None:
                                    message_index=msg.index, offset=msg.offset)
 
 
-def _stream_header(first: Message | None, limits: ReaderLimits) -> tuple[dt.DType, Metadata]:
-    """(dtype, stream metadata) from a stream's first message, which must be a DType message."""
+def _stream_header(first: Message | None, limits: ReaderLimits
+                   ) -> tuple[dt.DType, Metadata, Any]:
+    """(dtype, stream metadata, its exact Arrow layout or None) from a stream's first
+    message, which must be a DType message."""
     if first is None:
         raise MalformedStreamError("the stream is empty: it has no DType message", offset=0)
     if first.type != MessageType.DTYPE:
         raise MalformedStreamError(
             f"a stream must start with a DType message, not {first.type.name}",
             message_index=first.index, offset=first.offset)
-    return first.dtype(limits), first.metadata
+    d = first.dtype(limits)
+    layout = None
+    stored = first.header.custom_metadata.get_all(ARROW_SCHEMA_KEY)
+    if stored:
+        from .._arrow_schema import ArrowLayout
+
+        if len(stored) > 1:
+            raise MalformedStreamError(f"the stream has {len(stored)} {ARROW_SCHEMA_KEY.decode()} "
+                                       "values", message_index=first.index, offset=first.offset)
+        try:
+            layout = ArrowLayout.read(stored[0], d)
+        except VortexIPCError as e:
+            raise e.locate(offset=first.offset) from None
+    return d, first.metadata, layout
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -551,7 +591,8 @@ class StreamReader:
         try:
             self.dtype: dt.DType
             self.metadata: Metadata
-            self.dtype, self.metadata = _stream_header(self._next_message(), self.limits)
+            self.dtype, self.metadata, self._layout = _stream_header(self._next_message(),
+                                                                     self.limits)
         except VortexIPCError as e:
             self._src.close()
             raise e.locate(source=self._src.name) from None
@@ -676,10 +717,33 @@ class StreamReader:
         return self._schema()
 
     def _schema(self, string_view: bool = False) -> Any:
+        """The schema of what this reader gives: the stream's exact Arrow schema."""
+        if self._layout is None:
+            return self._storage_schema(string_view)
+        return self._layout.schema(string_view).with_metadata(
+            self.metadata.to_arrow() if self.metadata else None)
+
+    def _storage_schema(self, string_view: bool = False) -> Any:
+        """The schema the dtype decodes to (``_schema`` without an exact Arrow layout)."""
         from .._arrow import to_arrow_schema
 
         return to_arrow_schema(self.dtype, string_view).with_metadata(
             self.metadata.to_arrow() if self.metadata else None)
+
+    def _restore(self, data: Any, string_view: bool) -> Any:
+        """A table or chunked array as the dtype decodes it, in the stream's exact types."""
+        if self._layout is None:
+            return data
+        import pyarrow as pa
+
+        from .._arrow_schema import restore_array
+
+        if isinstance(data, pa.Table):
+            schema = self._schema(string_view)
+            return pa.Table.from_arrays(
+                [restore_array(c, f.type) for c, f in zip(data.columns, schema)], schema=schema) \
+                if data.num_columns else data
+        return restore_array(data, self._layout.field_types(None, string_view)[0])
 
     def read_next_batch(self) -> Batch:
         """The next batch; ``StopIteration`` at the end of the stream."""
@@ -695,7 +759,8 @@ class StreamReader:
             self._src.close()
             raise StopIteration
         try:
-            return _batch(m, self.dtype, self.limits, self._lazy_fields)
+            return _batch(m, self.dtype, self.limits, self._lazy_fields, self._layout,
+                          self.metadata)
         except VortexIPCError as e:
             self._done = True
             raise e.locate(source=self._src.name) from None
@@ -729,8 +794,8 @@ class StreamReader:
         n = ng.decode_threads(threads)
         self.read_ahead = True  # to the end
         if ng.enabled():
-            return self._read_arrow_native(string_view, n)
-        return self._read_arrow(string_view)
+            return self._restore(self._read_arrow_native(string_view, n), string_view)
+        return self._restore(self._read_arrow(string_view), string_view)
 
     def _native_windows(self) -> Iterator[tuple[list[Message], VortexIPCError | None]]:
         """The remaining Array messages in windows for the native core (up to
@@ -786,7 +851,7 @@ class StreamReader:
         import pyarrow as pa
 
         d = self.dtype
-        schema = self._schema(string_view)
+        schema = self._storage_schema(string_view)
         table = isinstance(d, dt.Struct) and not d.nullable
         fields = list(range(len(d.dtypes))) if table and d.names else None  # type: ignore[attr-defined]
         if table and fields is None:  # a struct of no columns: rows only
@@ -811,7 +876,7 @@ class StreamReader:
 
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable and self.dtype.names:
             # columns straight from each batch's fields: no per-batch StructArray/RecordBatch
-            schema = self._schema(string_view)
+            schema = self._storage_schema(string_view)
             cols: list[list[Any]] = [[] for _ in self.dtype.names]
             for b in self:
                 arr = b.array
@@ -819,16 +884,16 @@ class StreamReader:
                         and len(arr.children) == len(arr.dtype.dtypes)):
                     fields = [c.to_arrow(string_view=string_view) for c in arr.children]
                 else:
-                    fields = b.to_arrow(string_view=string_view).columns
+                    fields = b._decoded(string_view).columns
                 for col, f in zip(cols, fields):
                     col.extend(f.chunks if isinstance(f, pa.ChunkedArray) else (f,))
             return pa.Table.from_arrays(
                 [pa.chunked_array([c if c.type == fld.type else c.cast(fld.type) for c in col],
                                   type=fld.type) for col, fld in zip(cols, schema)],
                 schema=schema)
-        batches = [b.to_arrow(string_view=string_view) for b in self]
+        batches = [b._decoded(string_view) for b in self]
         if isinstance(self.dtype, dt.Struct) and not self.dtype.nullable:
-            return pa.Table.from_batches(batches, schema=self._schema(string_view))
+            return pa.Table.from_batches(batches, schema=self._storage_schema(string_view))
         # (a vortex.chunked message decodes to a ChunkedArray: its chunks are the stream's)
         return pa.chunked_array([c for b in batches
                                  for c in (b.chunks if isinstance(b, pa.ChunkedArray) else (b,))],
@@ -876,8 +941,13 @@ class StreamReader:
         schema = self.schema
         fields = _table_fields(self.dtype)
         if ng.enabled() and fields:
-            gen = (pa.RecordBatch.from_arrays(cols, schema=schema)
+            storage = self._storage_schema()
+            gen = (pa.RecordBatch.from_arrays(cols, schema=storage)
                    for _, cols in self._native_batches(fields, False, ng.decode_threads(None)))
+            if self._layout is not None:
+                from .._arrow_schema import restore_batch
+
+                gen = (restore_batch(rb, schema) for rb in gen)
         else:
             gen = (_with_schema(b.to_arrow(), schema) for b in self)
         return pa.RecordBatchReader.from_batches(schema, gen).__arrow_c_stream__(requested_schema)
@@ -941,6 +1011,7 @@ class AsyncStreamReader:
         self._done = False
         self._eof = False
         self.dtype: dt.DType | None = None
+        self._layout: Any = None
         self.metadata: Metadata = Metadata()
 
     async def _read_some(self, n: int) -> tuple[bytes, bool]:
@@ -984,7 +1055,8 @@ class AsyncStreamReader:
         """Read the DType message (done by ``async with``)."""
         if self.dtype is not None:
             return self
-        self.dtype, self.metadata = _stream_header(await self._next_message(), self.limits)
+        self.dtype, self.metadata, self._layout = _stream_header(await self._next_message(),
+                                                                 self.limits)
         return self
 
     async def read_next_batch(self) -> Batch | None:
@@ -1003,7 +1075,8 @@ class AsyncStreamReader:
         _check_stream_message(m)
         assert self.dtype is not None
         try:
-            return _batch(m, self.dtype, self.limits, self._lazy_fields)
+            return _batch(m, self.dtype, self.limits, self._lazy_fields, self._layout,
+                          self.metadata)
         except VortexIPCError:
             self._done = True
             raise

@@ -39,6 +39,17 @@ def coerce_dtype(d: Any, func: str = "StreamWriter") -> dt.DType:
     return dtype_from_arrow(d)
 
 
+def _schema_pairs(d: Any) -> list[tuple[bytes, bytes]]:
+    """The reserved stream metadata that keeps the exact Arrow schema ``d`` (an Arrow
+    schema, field or type a writer was given), when its dtype would not read back as it."""
+    if isinstance(d, dt.DType):
+        return []
+    from .._arrow_schema import SCHEMA_KEY, ArrowLayout
+
+    layout = ArrowLayout.for_schema(d)
+    return [] if layout is None else [(SCHEMA_KEY, layout.value())]
+
+
 #: what ``write_ipc`` and ``StreamWriter.write`` accept as data
 DATA_ACCEPTED = ("a vortex_io.Array, Arrow data (Table, RecordBatch, Array, ChunkedArray, "
                  "RecordBatchReader), a mapping of column names to columns, a pandas or Polars "
@@ -238,7 +249,8 @@ class StreamWriter(_Compressing):
         self.integrity = integrity
         self._init_compression(compress, encodings, _caller)
         self._enc = MessageEncoder(integrity=integrity)
-        first = self._enc.dtype_message(self.dtype, self.metadata)  # (refuses reserved keys)
+        # (refuses reserved keys from the user; adds the exact Arrow schema where needed)
+        first = self._enc.dtype_message(self.dtype, self.metadata, _schema_pairs(dtype))
         self._sink = _Sink(sink, _caller)
         self._closed = False
         self._sink.write(first)
@@ -310,7 +322,7 @@ class AsyncStreamWriter(_Compressing):
         self._w = writer
         self._enc = MessageEncoder(integrity=integrity)
         self._closed = False
-        self._send(self._enc.dtype_message(self.dtype, self.metadata))
+        self._send(self._enc.dtype_message(self.dtype, self.metadata, _schema_pairs(dtype)))
 
     def _send(self, parts: list[Any]) -> None:
         for p in parts:
@@ -385,15 +397,15 @@ def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: 
         from .._arrow import schema_metadata_pairs
 
         metadata = schema_metadata_pairs(data.schema) or None  # Arrow schema metadata carries over
-    if dtype is None:
+    if dtype is None:  # an Arrow schema is kept exactly (see vortex_io._arrow_schema)
         if isinstance(data, Array):
             dtype = data.dtype
         elif isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
-            dtype = coerce_dtype(data.schema)
+            dtype = data.schema.remove_metadata()
         else:
-            dtype = coerce_dtype(pa.field("", data.type, True))
+            dtype = pa.field("values", data.type, True)
     else:
-        dtype = coerce_dtype(dtype, "write_ipc")
+        coerce_dtype(dtype, "write_ipc")
     with StreamWriter(sink, dtype, metadata=metadata, compress=compress, encodings=encodings,
                       integrity=integrity, _caller="write_ipc") as w:
         wrote = 0

@@ -91,7 +91,7 @@ import pyarrow.dataset as pads
 
 from .. import _fs
 from .. import dtype as dt
-from .._arrow import to_arrow_schema
+from .._arrow_schema import engine_schema
 from .._errors import VortexIPCError
 from .._ipc import StreamReader
 from .._scan import Scan, expand_sources, message_spans, scan
@@ -525,6 +525,7 @@ def _facts(path: str) -> _Facts:
     try:
         with StreamReader(path) as r:  # first: it tells a stream of another format apart
             d = r.dtype
+            exact = r.schema.remove_metadata()  # the stream's exact Arrow types
             first = next(iter(r), None)
             arr = None if first is None else first.array
             dictionary: tuple[str, ...] = ()
@@ -536,16 +537,17 @@ def _facts(path: str) -> _Facts:
         rows = sum(s.rows for s in spans)
     except VortexIPCError as e:
         raise e.locate(source=path) from None
-    schema = to_arrow_schema(d)
+    schema = exact
     if len(set(schema.names)) != len(schema.names):
         raise VortexIPCError(f"vortex_ipc: {path!r} has repeated column names {schema.names}")
-    sv = to_arrow_schema(d, string_view=True)
+    sv = engine_schema(exact)
     # dictionary-encoded string columns cross as Arrow dictionaries: DuckDB groups, compares
     # and LIKEs them once per distinct value
     stream_schema = pa.schema(
         [f.with_type(pa.dictionary(pa.int32(), pa.string() if pa.types.is_string_view(f.type)
                                    else pa.binary()))
-         if f.name in dictionary else f for f in sv])
+         if f.name in dictionary and (pa.types.is_string_view(f.type)
+                                      or pa.types.is_binary_view(f.type)) else f for f in sv])
     if key is None:  # a URL: its stream's end
         size = spans[-1].offset + spans[-1].size if spans else 0
     else:
