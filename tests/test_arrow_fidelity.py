@@ -290,9 +290,15 @@ def _arrow_ipc(path: Path, t: pa.Table) -> Path:
     return path
 
 
-POLARS_COLUMNS = ["nested_nulls", "list_nested_nulls", "map", "duration_ms", "duration_ns",
-                  "fixed_binary", "dictionary", "large_string", "large_binary", "string_view",
-                  "large_list", "decimal64", "required", "struct_of_mixed"]
+#: what Polars cannot read from an Arrow IPC stream itself (it panics): through the adapter
+#: they come as their values (a list, the values, the interval's struct)
+POLARS_UNREADABLE = {
+    "interval": [None, {"months": 1, "days": -1, "nanoseconds": 10**9}],
+    "list_view": [[1, 2], [3]],
+    "large_list_view": [["a"], ["b"]],
+    "run_end": [1, 1],
+}
+POLARS_COLUMNS = [n for n in TABLE.column_names if n not in POLARS_UNREADABLE]
 
 
 def test_polars_sees_what_it_sees_over_arrow_ipc(tmp_path: Path) -> None:
@@ -309,16 +315,16 @@ def test_polars_sees_what_it_sees_over_arrow_ipc(tmp_path: Path) -> None:
     got = pl.scan_vortex_ipc(str(tmp_path / "t.vxipc")).filter(pl.col("required") > 2).select(
         "map", "duration_ms").collect()
     assert_frame_equal(got, want.filter(pl.col("required") > 2).select("map", "duration_ms"))
-
-
-DUCKDB_COLUMNS = ["nested_nulls", "list_nested_nulls", "map", "duration_ms", "interval",
-                  "fixed_binary", "dictionary", "large_string", "large_list", "uuid",
-                  "decimal32", "required", "struct_of_mixed"]
+    (tmp_path / "all.vxipc").write_bytes(_write_ipc(TABLE, True))
+    whole = pl.scan_vortex_ipc(str(tmp_path / "all.vxipc")).head(2).collect()
+    assert_frame_equal(whole.select(POLARS_COLUMNS), want.head(2))
+    for name, first in POLARS_UNREADABLE.items():
+        assert whole[name].to_list() == first, name
 
 
 def test_duckdb_sees_what_it_sees_over_arrow(tmp_path: Path) -> None:
     duckdb = pytest.importorskip("duckdb")
-    t = TABLE.select(DUCKDB_COLUMNS)
+    t = TABLE
     (tmp_path / "t.vxipc").write_bytes(_write_ipc(t, True))
     con = duckdb.connect()
     vio.register_duckdb(con)

@@ -374,11 +374,7 @@ def _from_array(a: pa.Array, d: dt.DType, under: Under = None, path: str = "") -
     if pa.types.is_duration(t):
         return _from_array(a.view(pa.int64()), d, under, path)
     if t == pa.month_day_nano_interval():
-        raw = np.frombuffer(a.buffers()[1], dtype=_INTERVAL_NP)[off : off + n]
-        parts = [pa.array(np.ascontiguousarray(raw[f])) for f in INTERVAL_FIELDS]
-        mask = pa.array(_nulls_mask(a)) if a.null_count else None
-        return _from_array(pa.StructArray.from_arrays(parts, list(INTERVAL_FIELDS), mask=mask),
-                           d, under, path)
+        return _from_array(interval_struct(a), d, under, path)
     if isinstance(d, dt.Extension):
         storage_t = dtype_to_arrow(d.storage)
         return ext_array(d, _from_array(a.view(storage_t) if a.type != storage_t else a,
@@ -455,6 +451,16 @@ def _from_array(a: pa.Array, d: dt.DType, under: Under = None, path: str = "") -
                   for i, (fd, name) in enumerate(zip(d.dtypes, d.names))]
         return struct_array(d, n, fields, v)
     raise UnsupportedError(f"cannot convert Arrow {t} to {d!r}")
+
+
+def interval_struct(a: pa.Array) -> pa.StructArray:
+    """A ``month_day_nano_interval`` array as the struct it is stored as (months: i32,
+    days: i32, nanoseconds: i64; the fields non-nullable)."""
+    raw = np.frombuffer(a.buffers()[1], dtype=_INTERVAL_NP)[a.offset : a.offset + len(a)]
+    parts = [pa.array(np.ascontiguousarray(raw[f])) for f in INTERVAL_FIELDS]
+    fields = [pa.field(f, p.type, False) for f, p in zip(INTERVAL_FIELDS, parts)]
+    mask = pa.array(_nulls_mask(a)) if a.null_count else None
+    return pa.StructArray.from_arrays(parts, fields=fields, mask=mask)
 
 
 def _dictionary_decoded(a: pa.DictionaryArray, under: Under, path: str) -> pa.Array:

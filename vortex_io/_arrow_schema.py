@@ -22,6 +22,7 @@ True
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,12 +30,12 @@ import numpy as np
 import pyarrow as pa
 
 from . import dtype as dt
-from ._arrow import _INTERVAL_NP, INTERVAL_FIELDS, dtype_from_arrow, to_arrow_schema
+from ._arrow import _INTERVAL_NP, INTERVAL_FIELDS, dtype_from_arrow, interval_struct, to_arrow_schema
 from ._errors import MalformedStreamError
 from ._metadata import ARROW_SCHEMA_KEY as SCHEMA_KEY
 
 __all__ = ["SCHEMA_KEY", "ArrowLayout", "restore_array", "restore_batch", "same_schema", "same_type",
-           "engine_schema"]
+           "engine_schema", "polars_schema"]
 
 
 class ArrowLayout:
@@ -102,16 +103,51 @@ class ArrowLayout:
         return [s.field(0).type] if fields is None else [s.field(i).type for i in fields]
 
 
+@functools.lru_cache(maxsize=256)
 def engine_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` as the engines (Polars, DuckDB) take it best: plain and large strings and
-    binary as views, 32- and 64-bit decimals as ``decimal128``, at any depth of structs and
-    lists (not inside dictionaries, maps or extension types)."""
+    binary as views, 32- and 64-bit decimals as ``decimal128``, list views as lists and
+    run-end encoded arrays as their values, at any depth of structs and lists (not inside
+    dictionaries, maps or extension types)."""
     return pa.schema([f.with_type(_views(f.type)) for f in schema], metadata=schema.metadata)
+
+
+@functools.lru_cache(maxsize=256)
+def polars_schema(schema: pa.Schema) -> pa.Schema:
+    """``engine_schema`` for Polars, which has no interval type: a
+    ``month_day_nano_interval`` (at any depth of structs and lists) as its stored struct."""
+    return pa.schema([f.with_type(_no_interval(f.type)) for f in engine_schema(schema)],
+                     metadata=schema.metadata)
+
+
+_INTERVAL_STRUCT = pa.struct([pa.field("months", pa.int32(), False),
+                              pa.field("days", pa.int32(), False),
+                              pa.field("nanoseconds", pa.int64(), False)])
+
+
+def _no_interval(t: pa.DataType) -> pa.DataType:
+    if t == pa.month_day_nano_interval():
+        return _INTERVAL_STRUCT
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_no_interval(f.type)) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_no_interval(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_no_interval(t.value_type)))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(_no_interval(t.value_type)), t.list_size)
+    return t
 
 
 def _views(t: pa.DataType) -> pa.DataType:
     if isinstance(t, (pa.Decimal32Type, pa.Decimal64Type)):
         return pa.decimal128(t.precision, t.scale)
+    if pa.types.is_run_end_encoded(t):
+        return _views(t.value_type)
+    if pa.types.is_list_view(t):
+        return pa.list_(t.value_field.with_type(_views(t.value_type)))
+    if pa.types.is_large_list_view(t):
+        return pa.large_list(t.value_field.with_type(_views(t.value_type)))
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return pa.string_view()
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
@@ -169,6 +205,8 @@ def restore_array(a: Any, t: pa.DataType) -> Any:
 def _restore(a: pa.Array, t: pa.DataType) -> pa.Array:
     if same_type(a.type, t):
         return a
+    if a.type == pa.month_day_nano_interval() and pa.types.is_struct(t):
+        return interval_struct(a)  # (for an engine without intervals: polars_schema)
     if isinstance(t, pa.BaseExtensionType):
         return pa.ExtensionArray.from_storage(t, _restore(a, t.storage_type))
     if pa.types.is_dictionary(t):

@@ -91,6 +91,7 @@ from typing import Literal as TypeLiteral
 
 import vortex_io as vio
 from vortex_io import _fs
+from vortex_io._arrow_schema import polars_schema, restore_batch, same_schema
 from vortex_io._errors import VortexIPCError
 from vortex_io.compute import check_expr
 from vortex_io.compute._expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
@@ -281,7 +282,7 @@ def _polars_schema(arrow_schema: pa.Schema) -> pl.Schema:
 def _polars_schema_of(arrow_schema: pa.Schema) -> pl.Schema:
     import polars as pl
 
-    return pl.DataFrame(arrow_schema.empty_table()).schema
+    return pl.DataFrame(polars_schema(arrow_schema).empty_table()).schema
 
 
 def _to_polars(batch: pa.RecordBatch, categorical: Sequence[str] = ()) -> pl.DataFrame:
@@ -289,6 +290,9 @@ def _to_polars(batch: pa.RecordBatch, categorical: Sequence[str] = ()) -> pl.Dat
 
     if batch.num_columns == 0:
         return pl.DataFrame(height=batch.num_rows)
+    want = polars_schema(batch.schema)
+    if not same_schema(want, batch.schema):  # (types Polars has no form for)
+        batch = restore_batch(batch, want)
     df = pl.DataFrame(batch)
     cats = [n for n in categorical if n in batch.schema.names]
     if cats:
