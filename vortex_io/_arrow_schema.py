@@ -30,7 +30,13 @@ import numpy as np
 import pyarrow as pa
 
 from . import dtype as dt
-from ._arrow import _INTERVAL_NP, INTERVAL_FIELDS, dtype_from_arrow, interval_struct, to_arrow_schema
+from ._arrow import (
+    _INTERVAL_NP,
+    INTERVAL_FIELDS,
+    dtype_from_arrow,
+    interval_struct,
+    to_arrow_schema,
+)
 from ._errors import MalformedStreamError
 from ._metadata import ARROW_SCHEMA_KEY as SCHEMA_KEY
 
