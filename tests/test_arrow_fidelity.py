@@ -444,3 +444,32 @@ def test_nested_nulls_values_under_null_parents_are_masked() -> None:
     child = got["s"].combine_chunks().field(0)
     assert child.null_count == 0  # the non-nullable child holds no null
     assert np.isfinite(child.to_numpy()[[0, 2, 3, 5, 6]]).all()
+
+
+def test_engine_filters_on_restored_types(tmp_path: Path) -> None:
+    """Filters on columns whose types the stream restores give the rows the same engine
+    gives over the Arrow data itself."""
+    import datetime as dtm
+
+    pl = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    path = tmp_path / "t.vxipc"
+    path.write_bytes(_write_ipc(TABLE, True))
+    vio.register_polars()
+    lf, ref = pl.scan_vortex_ipc(str(path)), pl.from_arrow(TABLE.select(POLARS_COLUMNS))
+    for q in [pl.col("duration_ms") > dtm.timedelta(milliseconds=2), pl.col("dictionary") == "s1",
+              pl.col("large_string").str.starts_with("s2"),
+              pl.col("fixed_binary") == bytes([4] * 4), pl.col("decimal64") > 3,
+              pl.col("dictionary_i8").is_in(["x", "y"])]:
+        got = lf.filter(q).select("required").collect()["required"].to_list()
+        assert got == ref.filter(q)["required"].to_list() and got, q
+    con = duckdb.connect()
+    vio.register_duckdb(con)
+    con.register("arrow_t", TABLE)
+    for where in ["duration_ms > INTERVAL 2 MILLISECOND", "dictionary = 's1'",
+                  "large_string LIKE 's2%'", "decimal32 > 3", "dictionary_i8 IN ('x', 'y')",
+                  "map['a'] = 1", "fixed_binary = '\\x04\\x04\\x04\\x04'::BLOB",
+                  "interval > INTERVAL 1 MONTH"]:
+        got = con.sql(f"SELECT required FROM vortex_ipc('{path}') WHERE {where} ORDER BY 1")
+        want = con.sql(f"SELECT required FROM arrow_t WHERE {where} ORDER BY 1").fetchall()
+        assert got.fetchall() == want and want, where
