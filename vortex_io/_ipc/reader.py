@@ -554,7 +554,9 @@ class StreamReader:
 
     def _next_message(self) -> Message | None:
         """The next message; None at the end of the stream (after an end marker nothing
-        more is read: a pipe or socket may carry more after it)."""
+        more is read: a pipe or socket may carry more after it). Once the source has ended
+        it is not read again: a file that grows (or is rewritten) after its end was seen
+        ends this reader there all the same."""
         dec = self._dec
         if dec.finished or (self._stop_index is not None
                             and dec.messages_decoded >= self._stop_index):
@@ -566,6 +568,8 @@ class StreamReader:
                     dec.next_message()  # bytes already buffered after it raise
                     return None
                 return m
+            if dec.ended:
+                return None
             if not self._src.pump(dec):
                 dec.end_of_input()
                 return None
