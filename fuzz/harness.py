@@ -27,7 +27,8 @@ import vortex_io as vio
 from vortex_io import dtype as dt
 from vortex_io.expr import col
 
-__all__ = ["consume", "exercise", "differential", "VALUE_LEVEL", "FUZZ_LIMITS", "filters_for"]
+__all__ = ["consume", "exercise", "differential", "VALUE_LEVEL", "FUZZ_LIMITS", "filters_for",
+           "ROUTES", "PUBLIC_ERRORS", "route_outcomes", "outcome_of"]
 
 #: Arrow's full validation also checks values that reading does not promise to validate
 #: (UTF-8 of strings, decimal precision, time-of-day range, date64 whole days; neither
@@ -211,6 +212,107 @@ def _compare(nat: tuple[str, Any], reference: Callable[[], tuple[str, Any]], how
     if not identical(nat[1], ref[1]):
         return f"native and reference tables differ {how}:\n{nat[1]}\n{ref[1]}"
     return ""
+
+
+#: the public error classes: an input may end in success or in one of these, nothing else
+PUBLIC_ERRORS = frozenset({vio.VortexIPCError, vio.MalformedStreamError,
+                           vio.TruncatedStreamError, vio.IntegrityError, vio.UnsupportedError,
+                           vio.LimitExceededError})
+
+
+def outcome_of(e: BaseException | None) -> str:
+    """"ok" (None), a public error's class name, or "!" and the qualified name of anything
+    else (a bug: a built-in, a private class)."""
+    if e is None:
+        return "ok"
+    if type(e) in PUBLIC_ERRORS:
+        return type(e).__name__
+    return f"!{type(e).__module__}.{type(e).__qualname__}"
+
+
+def _batches(data: bytes, limits: vio.ReaderLimits | None) -> None:
+    # only to_arrow(): with the native core a batch whose array was never asked for is
+    # decoded natively (exercise() builds the array first, which takes the Python route)
+    for b in vio.StreamReader(data, limits=limits):
+        b.to_arrow()
+
+
+def _batches_lazy(data: bytes, limits: vio.ReaderLimits | None) -> None:
+    with vio.StreamReader(data, limits=limits, lazy_fields=True) as r:
+        for b in r:
+            b.to_arrow(string_view=True)
+            b.array
+
+
+def _read_next(data: bytes, limits: vio.ReaderLimits | None) -> None:
+    r = vio.StreamReader(data, limits=limits)
+    while True:
+        try:
+            b = r.read_next_batch()
+        except StopIteration:
+            return
+        pa.record_batch(b) if isinstance(r.dtype, dt.Struct) and not r.dtype.nullable \
+            else b.to_arrow()
+
+
+def _read_arrow_route(data: bytes, limits: vio.ReaderLimits | None) -> None:
+    with vio.StreamReader(data, limits=limits) as r:
+        r.read_arrow()
+
+
+def _read_ipc(data: bytes, limits: vio.ReaderLimits | None) -> None:
+    vio.read_ipc(data, limits=limits).to_arrow()
+
+
+def _scan_batches(data: bytes, limits: vio.ReaderLimits | None) -> None:
+    for _ in vio.scan(data, limits=limits, batch_size=7):
+        pass
+
+
+def _scan_projected(data: bytes, limits: vio.ReaderLimits | None) -> None:
+    """A scan of the columns after the first with the first of ``filters_for``'s filters
+    (a plain scan when the stream has neither)."""
+    with vio.StreamReader(data, limits=limits) as r:
+        d = r.dtype
+    filters = filters_for(d)
+    columns = list(d.names[1:]) or None if isinstance(d, dt.Struct) else None
+    vio.scan(data, columns=columns, filter=filters[0] if filters else None,
+             limits=limits).to_reader().read_all()
+
+
+def _async(data: bytes, limits: vio.ReaderLimits | None) -> None:
+    import asyncio
+
+    async def run() -> None:
+        s = asyncio.StreamReader()
+        s.feed_data(data)
+        s.feed_eof()
+        async with vio.AsyncStreamReader(s, limits=limits) as r:
+            async for b in r:
+                b.to_arrow()
+
+    asyncio.run(run())
+
+
+#: the ways a user reads a stream, each read to its end (``route_outcomes``)
+ROUTES: dict[str, Callable[[bytes, vio.ReaderLimits | None], None]] = {
+    "batches": _batches, "batches_lazy": _batches_lazy, "read_next_batch": _read_next,
+    "read_arrow": _read_arrow_route, "read_ipc": _read_ipc, "scan_batches": _scan_batches,
+    "scan_projected": _scan_projected, "async": _async}
+
+
+def route_outcomes(data: bytes, *, limits: vio.ReaderLimits | None = FUZZ_LIMITS,
+                   routes: Any = None) -> dict[str, tuple[str, BaseException | None]]:
+    """Each of ``ROUTES`` (or the names ``routes``) reading ``data``: (``outcome_of``
+    its exception, the exception)."""
+    out = {}
+    for name in routes or ROUTES:
+        try:
+            ROUTES[name](data, limits)
+            out[name] = ("ok", None)
+        except Exception as e:
+            out[name] = (outcome_of(e), e)
+    return out
 
 
 def consume(data: bytes, *, limits: vio.ReaderLimits | None = FUZZ_LIMITS,

@@ -27,7 +27,7 @@ import struct
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Sandbox", "Result", "FAILURES", "GiB"]
@@ -43,6 +43,10 @@ class Result:
     outcome: str
     secs: float
     detail: str = ""
+    #: (``routes=True``) each route's outcome (``fuzz.harness.route_outcomes``), and with
+    #: ``differential=True`` and the native core, the reference's
+    routes: dict[str, str] = field(default_factory=dict)
+    reference: dict[str, str] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -54,10 +58,16 @@ class Sandbox:
 
     def __init__(self, *, time_limit: float = 2.0, memory_limit: int = 2 * GiB,
                  hard_timeout: float | None = None, scans: bool = True,
-                 limits: str = "fuzz", differential: bool = False) -> None:
+                 limits: str = "fuzz", differential: bool = False,
+                 routes: bool = False) -> None:
         """``limits``: ``"fuzz"`` (``fuzz.harness.FUZZ_LIMITS``) or ``"default"`` (the
         reader's ``ReaderLimits()``); ``differential``: also compare the native core's
-        ``read_arrow`` with the reference's (``fuzz.harness.differential``)."""
+        ``read_arrow`` with the reference's (``fuzz.harness.differential``); ``routes``:
+        read each input by every one of ``fuzz.harness.ROUTES`` instead (batch by batch,
+        ``read_arrow``, ``read_ipc``, scans, the async reader): an outcome of another class
+        than a public error on any route is a ``"bug"``, and with ``differential`` a route
+        whose outcome class differs between the cores a ``"mismatch"``; the outcome is then
+        the ``"batches"`` route's."""
         if limits not in ("fuzz", "default"):
             raise ValueError("limits must be 'fuzz' or 'default'")
         self.limits = limits
@@ -66,6 +76,7 @@ class Sandbox:
         self.hard_timeout = hard_timeout if hard_timeout is not None else max(10.0, 5 * time_limit)
         self.scans = scans
         self.differential = differential
+        self.routes = routes
         self.restarts = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -75,7 +86,7 @@ class Sandbox:
                    OPENBLAS_NUM_THREADS="1", PYTHONPATH=_ROOT + os.pathsep + env.get("PYTHONPATH", ""))
         p = subprocess.Popen(
             [sys.executable, "-m", "fuzz.sandbox", str(self.memory_limit), str(int(self.scans)),
-             self.limits, str(int(self.differential))],
+             self.limits, str(int(self.differential)), str(int(self.routes))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=_ROOT, env=env)
         assert p.stdout is not None
         line = p.stdout.readline()  # "ready" once imports are done and the limit is set
@@ -108,10 +119,11 @@ class Sandbox:
             self._kill()
             return Result("crash", time.perf_counter() - t0, f"worker exited with {code}")
         rep = json.loads(line)
-        res = Result(rep["outcome"], rep["secs"], rep.get("detail", ""))
+        res = Result(rep["outcome"], rep["secs"], rep.get("detail", ""),
+                     rep.get("routes", {}), rep.get("reference", {}))
         if res.outcome not in FAILURES and res.secs > self.time_limit:
             res = Result("slow", res.secs, f"{res.secs:.2f} s (limit {self.time_limit} s), "
-                                           f"outcome {res.outcome}")
+                                           f"outcome {res.outcome}", res.routes, res.reference)
         return res
 
     def _kill(self) -> None:
@@ -160,7 +172,49 @@ def _memory_error_in(e: BaseException) -> bool:
     return False
 
 
-def _worker(memory_limit: int, scans: bool, which: str, diff: bool = False) -> None:
+def _routes_report(data: bytes, limits: Any, diff: bool) -> dict[str, Any]:
+    """The worker's answer for ``routes=True``: every route on the active core (and the
+    reference's, ``diff``), the overall outcome as ``Sandbox.__init__`` says."""
+    import traceback
+
+    from fuzz.harness import route_outcomes
+    from vortex_io import _native_glue as ng
+
+    def run() -> tuple[dict[str, str], str]:
+        got = route_outcomes(data, limits=limits)
+        bugs = [(k, e) for k, (o, e) in got.items() if o.startswith("!")
+                or (e is not None and _memory_error_in(e))]
+        detail = ""
+        if bugs:
+            k, e = bugs[0]
+            assert e is not None
+            detail = f"route {k}: " + "".join(
+                traceback.format_exception(type(e), e, e.__traceback__, limit=-8))
+        return {k: o for k, (o, _) in got.items()}, detail
+
+    t0 = time.process_time()
+    routes, detail = run()
+    secs = time.process_time() - t0
+    reference: dict[str, str] = {}
+    if diff and ng.enabled():
+        with ng.use_native(False):
+            reference, ref_detail = run()
+        detail = detail or ref_detail
+        secs = max(secs, time.process_time() - t0 - secs)
+    if detail:
+        outcome = "memory" if "MemoryError" in detail else "bug"
+    elif any(reference.get(k, o) != o for k, o in routes.items()):
+        outcome = "mismatch"
+        detail = "; ".join(f"{k}: native {o}, reference {reference[k]}"
+                           for k, o in routes.items() if reference[k] != o)
+    else:
+        outcome = routes["batches"]
+    return {"outcome": outcome, "secs": secs, "detail": detail, "routes": routes,
+            "reference": reference}
+
+
+def _worker(memory_limit: int, scans: bool, which: str, diff: bool = False,
+            routes: bool = False) -> None:
     import io
     import resource
     import traceback
@@ -176,6 +230,8 @@ def _worker(memory_limit: int, scans: bool, which: str, diff: bool = False) -> N
     vio.write_ipc(warm, pa.table({"i": list(range(300)), "s": ["ab", "cd", None] * 100,
                                   "f": [0.5, 1.25, 2.0] * 100}))
     consume(warm.getvalue(), scans=scans)
+    if routes:
+        _routes_report(warm.getvalue(), limits, diff)
     if diff:
         differential(warm.getvalue())
     limit = _vm_size() + memory_limit
@@ -189,6 +245,10 @@ def _worker(memory_limit: int, scans: bool, which: str, diff: bool = False) -> N
             return
         (n,) = _U32.unpack(head)
         data = inp.read(n)
+        if routes:
+            out.write(json.dumps(_routes_report(data, limits, diff)) + "\n")
+            out.flush()
+            continue
         # CPU time (every thread of the worker): a runaway loop burns it, a machine busy with
         # other jobs does not inflate it (wall time did: 9 ms inputs were "slow" at load 12);
         # blocking is the parent's hard_timeout's business
@@ -220,4 +280,5 @@ def _worker(memory_limit: int, scans: bool, which: str, diff: bool = False) -> N
 
 
 if __name__ == "__main__":
-    _worker(int(sys.argv[1]), bool(int(sys.argv[2])), sys.argv[3], bool(int(sys.argv[4])))
+    _worker(int(sys.argv[1]), bool(int(sys.argv[2])), sys.argv[3], bool(int(sys.argv[4])),
+            bool(int(sys.argv[5])))

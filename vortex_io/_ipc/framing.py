@@ -199,6 +199,12 @@ class MessageDecoder:
         return self._state == _LEN and self._buffered == 0
 
     @property
+    def ended(self) -> bool:
+        """True once ``end_of_input`` was called: nothing more may be fed (the messages
+        still buffered can be taken)."""
+        return self._ended
+
+    @property
     def finished(self) -> bool:
         """True once the stream's end marker was decoded (integrity streams only): the
         stream is complete, and bytes after it are an error."""

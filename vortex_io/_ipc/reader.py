@@ -131,7 +131,10 @@ class Batch:
         m = self._msg
         assert m is not None
         fields = _table_fields(d)
-        cols = native_columns([m], d, limits, fields, string_view, 1)[0]
+        done, err = native_columns([m], d, limits, fields, string_view, 1)
+        if err is not None:
+            raise err
+        cols = done[0]
         if fields is None:
             return cols[0]
         schema = to_arrow_schema(d, string_view)
@@ -211,12 +214,13 @@ def _table_fields(d: dt.DType) -> list[int] | None:
 
 def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
                    fields: list[int] | None, string_view: bool, threads: int
-                   ) -> list[list[Any]]:
-    """Each message's columns (the root fields ``fields``, or the whole array when None) as
-    Arrow arrays, decoded by the native core on ``threads`` threads; columns it hands back
-    (encodings only Python knows) are decoded by the Python implementation. Raises the
-    first message's error, located, after nothing (callers pass windows in stream order
-    and may catch it to emit the columns of the messages before it: see ``partial``)."""
+                   ) -> tuple[list[list[Any]], VortexIPCError | None]:
+    """(the columns, the error) of a window of messages: each message's columns (the root
+    fields ``fields``, or the whole array when None) as Arrow arrays, decoded by the native
+    core on ``threads`` threads (columns it hands back, of encodings only Python knows, are
+    decoded by the Python implementation), up to the first message that fails; the error
+    is that message's, located (message index, offset), or None. Callers pass windows in
+    stream order, emit the columns of the messages before a failing one, then raise."""
     import pyarrow as pa
 
     from .._arrow import dtype_to_arrow, to_arrow_schema
@@ -241,26 +245,15 @@ def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
     out: list[list[Any]] = []
     for m, r in zip(msgs, res):
         if r[0] == "err":
-            raise _Partial(out, ng.error_of(r[1], r[2]).locate(message_index=m.index,
-                                                               offset=m.offset))
+            return out, ng.error_of(r[1], r[2]).locate(message_index=m.index, offset=m.offset)
         cols = [None if c is None else imp(t.__arrow_c_schema__(), c) for c, t in zip(r[1], types)]
         if any(c is None for c in cols):
             try:
                 cols = _python_columns(m, d, limits, fields, cols, string_view)
             except VortexIPCError as e:
-                raise _Partial(out, e) from None
+                return out, e
         out.append(cols)
-    if bad is not None:
-        raise _Partial(out, bad)
-    return out
-
-
-class _Partial(Exception):
-    """An error at one message of a window, with the columns of the messages before it."""
-
-    def __init__(self, done: list[list[Any]], error: VortexIPCError) -> None:
-        self.done = done
-        self.error = error
+    return out, bad
 
 
 def _python_columns(m: Message, d: dt.DType, limits: ReaderLimits,
@@ -602,7 +595,9 @@ class StreamReader:
 
     def _next_message(self) -> Message | None:
         """The next message; None at the end of the stream (after an end marker nothing
-        more is read: a pipe or socket may carry more after it)."""
+        more is read: a pipe or socket may carry more after it). Once the source has ended
+        it is not read again: a file that grows (or is rewritten) after its end was seen
+        ends this reader there all the same."""
         dec = self._dec
         if dec.finished or (self._stop_index is not None
                             and dec.messages_decoded >= self._stop_index):
@@ -614,6 +609,8 @@ class StreamReader:
                     dec.next_message()  # bytes already buffered after it raise
                     return None
                 return m
+            if dec.ended:
+                return None
             if not self._src.pump(dec):
                 dec.end_of_input()
                 return None
@@ -835,15 +832,13 @@ class StreamReader:
         self.background_checks = threads > 1
         for msgs, err in self._native_windows():
             if msgs:
-                try:
-                    done = native_columns(msgs, self.dtype, self.limits, fields,
-                                          string_view, threads)
-                except _Partial as p:
-                    yield from zip(msgs, p.done)
+                done, bad = native_columns(msgs, self.dtype, self.limits, fields,
+                                           string_view, threads)
+                yield from zip(msgs, done)
+                if bad is not None:
                     self._done = True
                     self._src.close()
-                    raise p.error.locate(source=self._src.name) from None
-                yield from zip(msgs, done)
+                    raise bad.locate(source=self._src.name)
             if err is not None:
                 raise err
 
