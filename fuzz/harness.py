@@ -244,7 +244,7 @@ def _batches_lazy(data: bytes, limits: vio.ReaderLimits | None) -> None:
     with vio.StreamReader(data, limits=limits, lazy_fields=True) as r:
         for b in r:
             b.to_arrow(string_view=True)
-            b.array
+            _ = b.array  # (the Python tree too, built after the native decode)
 
 
 def _read_next(data: bytes, limits: vio.ReaderLimits | None) -> None:
@@ -309,7 +309,7 @@ def route_outcomes(data: bytes, *, limits: vio.ReaderLimits | None = FUZZ_LIMITS
     """Each of ``ROUTES`` (or the names ``routes``) reading ``data``: (``outcome_of``
     its exception, the exception). Errors must say where they are (``read_ipc`` excepted:
     the array it returns is decoded later, when nothing knows its messages)."""
-    out = {}
+    out: dict[str, tuple[str, BaseException | None]] = {}
     for name in routes or ROUTES:
         try:
             ROUTES[name](data, limits)
