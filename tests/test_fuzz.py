@@ -16,7 +16,10 @@ with ``read_arrow``, and scans it (every column, or a filter and a projection), 
 native core and by the numpy reference and fails the test when they differ
 (``fuzz.harness.differential``: identical tables, floats by their bits, or the same error
 class; a scan of a stream that does not read may raise natively where the reference's
-lazier scan gives a table, never the other way round).
+lazier scan gives a table, never the other way round). A second sweep reads the same
+mutants by every route a user has (``fuzz.harness.ROUTES``: batch by batch, ``read_arrow``,
+``read_ipc``, scans, the async reader) on both cores: public, located errors only, and the
+same class from both cores on every route.
 
 Sizes: ``FUZZ_EXAMPLES`` (hypothesis examples, default 150), ``FUZZ_MUTATIONS`` (the
 deterministic sweep, default 300) and ``FUZZ_FIELDS`` (fields inflated per stream, default
