@@ -28,7 +28,7 @@ from vortex_io import dtype as dt
 from vortex_io.expr import col
 
 __all__ = ["consume", "exercise", "differential", "VALUE_LEVEL", "FUZZ_LIMITS", "filters_for",
-           "ROUTES", "PUBLIC_ERRORS", "route_outcomes", "outcome_of"]
+           "ROUTES", "PUBLIC_ERRORS", "route_outcomes", "outcome_of", "routes_differ"]
 
 #: Arrow's full validation also checks values that reading does not promise to validate
 #: (UTF-8 of strings, decimal precision, time-of-day range, date64 whole days; neither
@@ -220,12 +220,15 @@ PUBLIC_ERRORS = frozenset({vio.VortexIPCError, vio.MalformedStreamError,
                            vio.LimitExceededError})
 
 
-def outcome_of(e: BaseException | None) -> str:
+def outcome_of(e: BaseException | None, located: bool = False) -> str:
     """"ok" (None), a public error's class name, or "!" and the qualified name of anything
-    else (a bug: a built-in, a private class)."""
+    else (a bug: a built-in, a private class); ``located``: a public error that names
+    neither a message index nor an offset is "!unlocated " and its class name."""
     if e is None:
         return "ok"
     if type(e) in PUBLIC_ERRORS:
+        if located and e.message_index is None and e.offset is None:  # type: ignore[attr-defined]
+            return f"!unlocated {type(e).__name__}"
         return type(e).__name__
     return f"!{type(e).__module__}.{type(e).__qualname__}"
 
@@ -241,7 +244,7 @@ def _batches_lazy(data: bytes, limits: vio.ReaderLimits | None) -> None:
     with vio.StreamReader(data, limits=limits, lazy_fields=True) as r:
         for b in r:
             b.to_arrow(string_view=True)
-            b.array
+            _ = b.array  # (the Python tree too, built after the native decode)
 
 
 def _read_next(data: bytes, limits: vio.ReaderLimits | None) -> None:
@@ -304,15 +307,28 @@ ROUTES: dict[str, Callable[[bytes, vio.ReaderLimits | None], None]] = {
 def route_outcomes(data: bytes, *, limits: vio.ReaderLimits | None = FUZZ_LIMITS,
                    routes: Any = None) -> dict[str, tuple[str, BaseException | None]]:
     """Each of ``ROUTES`` (or the names ``routes``) reading ``data``: (``outcome_of``
-    its exception, the exception)."""
-    out = {}
+    its exception, the exception). Errors must say where they are (``read_ipc`` excepted:
+    the array it returns is decoded later, when nothing knows its messages)."""
+    out: dict[str, tuple[str, BaseException | None]] = {}
     for name in routes or ROUTES:
         try:
             ROUTES[name](data, limits)
             out[name] = ("ok", None)
         except Exception as e:
-            out[name] = (outcome_of(e), e)
+            out[name] = (outcome_of(e, located=name != "read_ipc"), e)
     return out
+
+
+def routes_differ(native: dict[str, str], reference: dict[str, str]) -> str:
+    """"" when every route's outcome (``route_outcomes``' names) is the same on the native
+    core and the reference, else which differ. As in ``differential``, a scan of a stream
+    that does not read batch by batch may raise natively where the reference's lazier scan
+    gives a table, never the other way round."""
+    failed = native.get("batches", "ok") != "ok"
+    return "; ".join(
+        f"{k}: native {o}, reference {reference[k]}" for k, o in native.items()
+        if k in reference and o != reference[k]
+        and not (k.startswith("scan") and failed and reference[k] == "ok"))
 
 
 def consume(data: bytes, *, limits: vio.ReaderLimits | None = FUZZ_LIMITS,

@@ -31,7 +31,8 @@ _DONORS = [_SEEDS[k] for k in _NAMES]
 
 
 def mutant(i: int) -> tuple[str, str, bytes]:
-    """(seed name, mutation kind, mutant) number ``i`` of the sweep."""
+    """(seed name, mutation kind, mutant) number ``i`` of the sweeps (this one's and
+    ``tests/test_fuzz.py``'s ``test_mutation_sweep``)."""
     name = _NAMES[i % len(_NAMES)]
     kind, data = mutate(_SEEDS[name], random.Random(i), _DONORS)
     return name, kind, data

@@ -177,7 +177,7 @@ def _routes_report(data: bytes, limits: Any, diff: bool) -> dict[str, Any]:
     reference's, ``diff``), the overall outcome as ``Sandbox.__init__`` says."""
     import traceback
 
-    from fuzz.harness import route_outcomes
+    from fuzz.harness import route_outcomes, routes_differ
     from vortex_io import _native_glue as ng
 
     def run() -> tuple[dict[str, str], str]:
@@ -203,10 +203,8 @@ def _routes_report(data: bytes, limits: Any, diff: bool) -> dict[str, Any]:
         secs = max(secs, time.process_time() - t0 - secs)
     if detail:
         outcome = "memory" if "MemoryError" in detail else "bug"
-    elif any(reference.get(k, o) != o for k, o in routes.items()):
-        outcome = "mismatch"
-        detail = "; ".join(f"{k}: native {o}, reference {reference[k]}"
-                           for k, o in routes.items() if reference[k] != o)
+    elif how := routes_differ(routes, reference):
+        outcome, detail = "mismatch", how
     else:
         outcome = routes["batches"]
     return {"outcome": outcome, "secs": secs, "detail": detail, "routes": routes,

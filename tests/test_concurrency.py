@@ -262,3 +262,83 @@ def test_reading_in_forked_children(tmp_path):
                           str(tmp_path / "b.vxipc")], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == str([9_000_000] * 4)
+
+
+def test_a_file_truncated_and_rewritten_while_threads_read_it(tmp_path):
+    """One thread truncates the file and rewrites it (another stream each time, written in
+    two halves) while three read it to the end (``read_arrow``, batch by batch, a scan),
+    for ``VORTEX_STRESS_SECONDS`` / 5 seconds: every read succeeds or raises a public
+    ``VortexIPCError`` (a reader whose file grew again after it saw its end fed its ended
+    decoder, a ``RuntimeError``)."""
+    import collections
+
+    from fuzz.harness import outcome_of
+
+    path = str(tmp_path / "changing.vxipc")
+    versions = []
+    for n, chunk in ((N, 1_000), (300, 50), (5, 5)):
+        buf = io.BytesIO()
+        vio.write_ipc(buf, TABLE.slice(0, n), chunk_rows=chunk)
+        versions.append(buf.getvalue())
+    with open(path, "wb") as f:
+        f.write(versions[0])
+    stop = time.monotonic() + max(1.0, STRESS_SECONDS / 5)
+    outcomes: collections.Counter[str] = collections.Counter()
+    bugs: list[BaseException] = []
+
+    def rewrite() -> None:
+        i = 0
+        while time.monotonic() < stop:
+            data = versions[i % len(versions)]
+            with open(path, "r+b") as f:
+                f.truncate(0)
+                f.write(data[: len(data) // 2])
+                f.flush()
+                f.write(data[len(data) // 2 :])
+            i += 1
+
+    reads: list[Callable[[], object]] = [
+        lambda: vio.StreamReader(path).read_arrow(),
+        lambda: [b.to_arrow() for b in vio.StreamReader(path)],
+        lambda: vio.scan(path, filter=col("qty") > 50).to_arrow(),
+    ]
+
+    def read(k: int) -> None:
+        while time.monotonic() < stop:
+            try:
+                reads[k]()
+                e = None
+            except Exception as err:
+                e = err
+            o = outcome_of(e)
+            outcomes[o] += 1
+            if o.startswith("!"):
+                bugs.append(e)  # type: ignore[arg-type]
+
+    threads = [threading.Thread(target=rewrite)] + [
+        threading.Thread(target=read, args=(k,)) for k in range(len(reads))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert not bugs, (dict(outcomes), bugs[:3])
+    # the file was seen whole and seen changing
+    assert outcomes["ok"] > 0 and sum(outcomes.values()) > outcomes["ok"], dict(outcomes)
+
+
+def test_a_reader_at_its_end_does_not_read_a_grown_file_again(tmp_path):
+    """Once a reader of a file saw its end, asking for another message (a scan's next
+    window does) is the end again, even if the file has grown since."""
+    path = tmp_path / "grows.vxipc"
+    buf = io.BytesIO()
+    vio.write_ipc(buf, TABLE.slice(0, 10))
+    data = buf.getvalue()
+    path.write_bytes(data)
+    with vio.StreamReader(str(path)) as r:
+        n = 0
+        while r.read_message() is not None:
+            n += 1
+        with open(path, "ab") as f:
+            f.write(data)
+        assert r.read_message() is None and n == 1

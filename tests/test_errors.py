@@ -116,11 +116,31 @@ def read_all(source, **kw) -> list:
         return [b.array.to_arrow() for b in r]
 
 
+def read_batches(source, **kw) -> list:
+    """Every batch of a stream by ``Batch.to_arrow()`` alone (with the native core: decoded
+    natively, the Python tree never built)."""
+    with vio.StreamReader(source, **kw) as r:
+        return [b.to_arrow() for b in r]
+
+
 def expect_error(source, cls, *texts, index=None, offset=None, **kw) -> vio.VortexIPCError:
-    """Reading ``source`` raises exactly ``cls`` whose message contains every text."""
+    """Reading ``source`` raises exactly ``cls`` whose message contains every text; read
+    batch by batch with ``Batch.to_arrow()`` it raises the same class at the same place."""
+    # (a file object is read twice only if it can go back)
+    again = not hasattr(source, "read") or getattr(source, "seekable", lambda: False)()
+    if again:
+        start = source.tell() if hasattr(source, "read") else 0
+        with pytest.raises(vio.VortexIPCError) as ei:
+            read_batches(source, **kw)
+        by_batch = ei.value
+        if hasattr(source, "read"):
+            source.seek(start)
     with pytest.raises(vio.VortexIPCError) as ei:
         read_all(source, **kw)
     e = ei.value
+    if again:
+        assert (type(by_batch), by_batch.message_index, by_batch.offset) == (
+            type(e), e.message_index, e.offset), (by_batch, e)
     assert type(e) is cls, f"expected {cls.__name__}, got {type(e).__name__}: {e}"
     for t in texts:
         assert t in str(e), f"{t!r} not in {str(e)!r}"
@@ -624,3 +644,46 @@ def test_async_reader_rules(stream, cls, text, index):
     if index is not None:
         assert ei.value.message_index == index
     assert asyncio.run(_async_read(DT_I64 + GOOD_I64)) == [[1, 2, 3]]
+
+
+# -- every route a user reads by, on both cores ------------------------------------------
+
+
+def _offsets_past_the_data() -> bytes:
+    """A utf8 column whose last offset (60) lies past its 6 bytes of data: the header walk
+    accepts it, decoding the values finds it."""
+    from fuzz.wire import rewrite_arrays
+
+    def change(am) -> None:
+        (vb,) = [n for n in am.root.walk() if n.encoding == "vortex.varbin"]
+        (offsets,) = vb.children
+        i = offsets.buffers[0]
+        assert np.frombuffer(am.buffers[i][0], np.int32).tolist() == [0, 1, 3, 6]
+        am.buffers[i] = (np.array([0, 1, 3, 60], np.int32).tobytes(), am.buffers[i][1])
+
+    return rewrite_arrays(our_stream(pa.table({"s": ["a", "bb", "ccc"]})), change)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "reference"])
+def test_a_batch_that_fails_to_decode_raises_a_located_error_on_every_route(native):
+    """A message that only fails when decoded, read by every route: batch by batch
+    (``Batch.to_arrow()`` with the native core decodes the message in a window of one, whose
+    internal partial result escaped as a private exception class), ``read_arrow``, the
+    scans and the async reader: a ``MalformedStreamError`` naming message 1 and its offset
+    (the reference's ``Batch.to_arrow()`` did not say where)."""
+    from fuzz.harness import ROUTES, route_outcomes
+    from tests.native_util import NATIVE
+    from vortex_io import _native_glue as ng
+
+    if native and not NATIVE:
+        pytest.skip("the native core is off")
+    data = _offsets_past_the_data()
+    at = messages(data)[1].offset
+    with ng.use_native(native):
+        got = route_outcomes(data)
+    assert set(got) == set(ROUTES)
+    for route, (outcome, e) in got.items():
+        assert outcome == "MalformedStreamError", (route, outcome, e)
+        assert "offsets [0, 60] fall outside 6 bytes of data" in str(e), route
+        if route != "read_ipc":  # (its array is decoded after the read: nowhere to say)
+            assert (e.message_index, e.offset) == (1, at), (route, e)

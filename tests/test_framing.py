@@ -371,3 +371,15 @@ def test_encoder_rejects_more_rows_than_a_message_holds():
     big._len = 2**32  # the length check runs before anything touches the buffers
     with pytest.raises(vio.UnsupportedError, match="2\\*\\*32-1 rows"):
         vio.MessageEncoder().array_message(big)
+
+
+def test_ended_after_end_of_input():
+    """``ended`` says the input was declared finished (what a reader checks before it reads
+    its source again); feeding afterwards is a caller's mistake."""
+    dec = vio.MessageDecoder()
+    assert not dec.ended
+    dec.feed(b"")
+    dec.end_of_input()
+    assert dec.ended and dec.next_message() is None
+    with pytest.raises(RuntimeError, match=r"feed\(\) after end_of_input\(\)"):
+        dec.feed(b"x")

@@ -16,7 +16,10 @@ with ``read_arrow``, and scans it (every column, or a filter and a projection), 
 native core and by the numpy reference and fails the test when they differ
 (``fuzz.harness.differential``: identical tables, floats by their bits, or the same error
 class; a scan of a stream that does not read may raise natively where the reference's
-lazier scan gives a table, never the other way round).
+lazier scan gives a table, never the other way round). A second sweep reads the same
+mutants by every route a user has (``fuzz.harness.ROUTES``: batch by batch, ``read_arrow``,
+``read_ipc``, scans, the async reader) on both cores: public, located errors only, and the
+same class from both cores on every route.
 
 Sizes: ``FUZZ_EXAMPLES`` (hypothesis examples, default 150), ``FUZZ_MUTATIONS`` (the
 deterministic sweep, default 300) and ``FUZZ_FIELDS`` (fields inflated per stream, default
@@ -41,8 +44,9 @@ from hypothesis import strategies as st
 
 import vortex_io as vio
 from fuzz.corpus import encodings_of, seed_streams
-from fuzz.harness import consume, exercise
+from fuzz.harness import ROUTES, consume, exercise
 from fuzz.mutate import KINDS, interesting, mutate, parsed
+from fuzz.route_sweep import mutant, sweep
 from fuzz.sandbox import GiB, Sandbox
 from tests.vx_util import split_messages
 
@@ -196,9 +200,7 @@ def test_mutation_sweep(sandbox):
     t0 = time.perf_counter()
     failures = []
     for i in range(FIRST, FIRST + N_MUTATIONS):
-        rng = random.Random(i)
-        name = NAMES[i % len(NAMES)]
-        kind, data = mutate(SEEDS[name], rng, DONORS)
+        name, kind, data = mutant(i)
         res = sandbox.run(data)
         outcomes[res.outcome] += 1
         by_kind[kind.split("+")[0]] += 1
@@ -220,6 +222,27 @@ def test_mutation_sweep(sandbox):
     assert not failures, "\n\n".join(failures[:5])
     assert set(by_kind) == set(KINDS) or N_MUTATIONS < 200
     assert outcomes["ok"] > 0 and outcomes["MalformedStreamError"] > 0
+
+
+def test_mutation_sweep_by_every_route():
+    """The sweep's mutants (``FUZZ_MUTATIONS``, from ``FUZZ_SEED``) read by every route a user
+    has (``fuzz.harness.ROUTES``: batch by batch with ``Batch.to_arrow()`` alone, with lazy
+    fields, ``read_next_batch``, ``read_arrow``, ``read_ipc``, scans in batches and with a
+    projection and a filter, the async reader): each ends in success or a public
+    ``VortexIPCError`` that says where it is, and with the native core every route's
+    outcome class is the reference's (``fuzz.route_sweep``; ``python -m fuzz.route_sweep N``
+    is the large run)."""
+    rep = sweep(N_MUTATIONS, FIRST, time_limit=2 * TIME_LIMIT)
+    print("\nroute sweep:", json.dumps({k: rep[k] for k in ("outcomes", "wall_s")}))
+    for f in rep["failures"]:
+        FINDINGS.mkdir(parents=True, exist_ok=True)
+        (FINDINGS / f"routes-{f['i']}-{f['outcome']}.bin").write_bytes(mutant(f["i"])[2])
+    assert not rep["failures"], "\n\n".join(
+        f"#{f['i']} {f['kind']} of {f['seed']}: {f['outcome']}\n{f['detail']}"
+        for f in rep["failures"][:5])
+    batches = rep["routes"]["batches"]
+    assert batches.get("ok", 0) > 0 and batches.get("MalformedStreamError", 0) > 0, batches
+    assert set(rep["routes"]) >= set(ROUTES)
 
 
 # -- regressions: minimized inputs of bugs the fuzzers found ----------------------------------------

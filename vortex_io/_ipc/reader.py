@@ -9,6 +9,7 @@ the same over asyncio streams.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import socket
@@ -112,7 +113,8 @@ class Batch:
 
         if self._msg is not None and self._array is None and ng.enabled():
             return self._native_arrow(string_view)
-        a = self.array.to_arrow(string_view=string_view)
+        with _in_batch(self):  # (arrays check some of their parts when decoded)
+            a = self.array.to_arrow(string_view=string_view)
         if isinstance(self.array.dtype, dt.Struct) and not self.array.dtype.nullable:
             if isinstance(a, pa.ChunkedArray):
                 a = a.combine_chunks()
@@ -192,6 +194,16 @@ class Batch:
     def __repr__(self) -> str:
         md = f", metadata={self.metadata!r}" if self.metadata else ""
         return f"Batch(index={self.index}, rows={self.num_rows}, encoding={self.array.encoding}{md})"
+
+
+@contextlib.contextmanager
+def _in_batch(b: Batch) -> Iterator[None]:
+    """Errors raised within name batch ``b``'s message (index and offset) if they do not
+    say where they are yet."""
+    try:
+        yield
+    except VortexIPCError as e:
+        raise e.locate(message_index=b.index, offset=b.offset) from None
 
 
 def _with_schema(rb: Any, schema: Any) -> Any:
@@ -877,7 +889,8 @@ class StreamReader:
                 arr = b.array
                 if (arr.encoding == "vortex.struct" and isinstance(arr.dtype, dt.Struct)
                         and len(arr.children) == len(arr.dtype.dtypes)):
-                    fields = [c.to_arrow(string_view=string_view) for c in arr.children]
+                    with _in_batch(b):
+                        fields = [c.to_arrow(string_view=string_view) for c in arr.children]
                 else:
                     fields = b._decoded(string_view).columns
                 for col, f in zip(cols, fields):
