@@ -7,7 +7,7 @@ FUZZ_STAMP := $(VENV)/.fuzz-stamp
 FUZZ_SECONDS ?= 600
 FUZZ_MUTATIONS ?= 10000
 
-.PHONY: native demo test bench bench-memory lint fuzz fuzz-mutations integrity-sweep fuzz-native fuzz-native-build test-asan clean
+.PHONY: native demo test test-313 bench bench-memory lint fuzz fuzz-mutations integrity-sweep fuzz-native fuzz-native-build test-asan clean
 
 NATIVE_STAMP := $(VENV)/.native-stamp
 NATIVE_SRC := native/CMakeLists.txt $(wildcard native/src/*.cpp native/src/*.h)
@@ -38,10 +38,43 @@ lint: $(STAMP)
 	$(PY) -m ruff check vortex_io tests bench native fuzz
 	$(PY) -m mypy  # the whole package ([tool.mypy] in pyproject.toml), no per-module ignores
 
-# the suite twice: with the native core, and with the numpy reference (VORTEX_IO_NATIVE=0)
+# the suite twice: with the native core, and with the numpy reference (VORTEX_IO_NATIVE=0);
+# then once more with the native core on Python 3.13 (test-313)
 test: $(NATIVE_STAMP) lint
 	$(PY) -m pytest -q -n 2 tests --doctest-modules vortex_io
 	VORTEX_IO_NATIVE=0 $(PY) -m pytest -q -n 2 tests --doctest-modules vortex_io
+	$(MAKE) test-313
+
+# -- Python 3.13 (the package built and installed into its own venv, .venv-313) ---------------
+
+# pyenv's newest 3.13, else python3.13 on PATH, else one under ~/.pyenv/versions (override:
+# make test-313 PYTHON313=/path/to/python3.13)
+PYTHON313 ?= $(shell p="$$(pyenv prefix 3.13 2>/dev/null)"; \
+	if [ -n "$$p" ] && [ -x "$$p/bin/python3" ]; then echo "$$p/bin/python3"; \
+	elif command -v python3.13 >/dev/null; then command -v python3.13; \
+	else ls -d "$$HOME"/.pyenv/versions/3.13*/bin/python3 2>/dev/null | sort -V | tail -n 1; fi)
+VENV313 ?= .venv-313
+PY313 := $(VENV313)/bin/python
+STAMP313 := $(VENV313)/.installed-stamp
+NATIVE_STAMP313 := $(VENV313)/.native-stamp
+
+$(STAMP313): pyproject.toml
+	@test -n "$(PYTHON313)" || { echo "Python 3.13 not found: pyenv install 3.13, or python3.13 on PATH, or PYTHON313=..."; exit 1; }
+	test -x $(PY313) || $(PYTHON313) -m venv $(VENV313)
+	$(PY313) -m pip install --quiet --upgrade pip
+	$(PY313) -m pip install --quiet 'scikit-build-core>=0.10' 'nanobind>=2.4'
+	$(PY313) -m pip install --quiet --no-build-isolation -e '.[dev]'
+	touch $(STAMP313)
+
+# (build/{wheel_tag}: the 3.13 build has its own build directory, rebuilt incrementally)
+$(NATIVE_STAMP313): $(STAMP313) $(NATIVE_SRC)
+	$(PY313) -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(NATIVE_STAMP313)
+
+# the suite with the native core on Python 3.13 (which must be on)
+test-313: $(NATIVE_STAMP313)
+	$(PY313) -c "import sys, vortex_io._native_glue as ng; assert sys.version_info[:2] == (3, 13); assert ng.enabled(), ng.reason()"
+	$(PY313) -m pytest -q -n 2 tests --doctest-modules vortex_io
 
 bench: $(NATIVE_STAMP)
 	$(PY) bench/run.py
@@ -122,4 +155,4 @@ fuzz-native: $(STAMP) fuzz-native-build
 	$(PY) fuzz/run_native.py --build $(FUZZ_NATIVE_BUILD) --seconds $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
 
 clean:
-	rm -rf $(VENV) $(ASAN_VENV) build *.egg-info
+	rm -rf $(VENV) $(VENV313) $(ASAN_VENV) build *.egg-info

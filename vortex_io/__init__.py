@@ -44,6 +44,7 @@ from ._metadata import Metadata
 from ._scalar import Scalar
 from ._scan import Scan, ScanStats, expand_sources, message_spans, read_table, scan
 from ._stats import ArrayStats
+from ._versions import show_versions
 
 __version__ = "0.1.0"
 
@@ -87,6 +88,7 @@ __all__ = [
     "register_duckdb",
     "registered_encodings",
     "scan",
+    "show_versions",
     "write_ipc",
 ]
 

@@ -102,8 +102,8 @@ struct Statics {
   }
 };
 const Statics& statics() {
-  static Statics s;
-  return s;
+  static const Statics* s = new Statics();  // never destroyed: decoders may run during exit
+  return *s;
 }
 
 struct Reader {

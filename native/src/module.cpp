@@ -11,9 +11,20 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>  // abi::__forced_unwind
+#endif
 
 #include "arrow_c.h"
 #include "crc32c.h"
@@ -28,17 +39,103 @@ using namespace vx;
 
 namespace {
 
-// A Python buffer (a message body) as native memory: the view is released, with the GIL,
-// when the last buffer referring to it goes (possibly on another thread, long after).
+// -- the GIL ---------------------------------------------------------------------------------
+
+// The thread that ran the interpreter's atexit callbacks (the one finalizing it), and the
+// main thread's ident (the only one Python handles signals on); set at import.
+std::atomic<std::thread::id> g_exit_thread{};
+unsigned long g_main_ident = 0;
+
+[[noreturn]] void park_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
+}
+
+// Takes the GIL back for a thread that released it for native work. Once the interpreter is
+// finalizing, CPython (3.11 to 3.13) ends any other thread asking for the GIL with
+// PyThread_exit_thread: pthread_exit, on glibc a forced unwind, which kills the process
+// ("terminate called without an active exception") when it crosses a noexcept frame, and
+// would run destructors that touch Python objects without the GIL anyway. Such a thread (a
+// daemon thread coming back from a scan at interpreter exit) is parked instead: it never
+// runs Python again, holds no lock, and the process exits around it (what CPython 3.14
+// itself does with such threads).
+void take_gil_back(PyThreadState* ts) noexcept {
+  if (!Py_IsInitialized() && std::this_thread::get_id() != g_exit_thread.load()) park_forever();
+#if defined(__GLIBCXX__)
+  try {
+    PyEval_RestoreThread(ts);
+  } catch (abi::__forced_unwind&) {
+    park_forever();  // finalization began while this thread waited for the GIL
+  }
+#else
+  PyEval_RestoreThread(ts);
+#endif
+}
+
+// Runs f with the GIL released and returns what it returns (or throws what it throws) with
+// the GIL held again. On the main thread, Ctrl-C is looked for meanwhile: the outermost
+// parallel_for loops of f call PyErr_CheckSignals (with the GIL, between tasks and while
+// waiting for them, every kPollIntervalMs); when a signal handler raised (KeyboardInterrupt),
+// the tasks not started are skipped and that exception is raised here.
+template <class F>
+auto without_gil(F&& f) -> decltype(f()) {
+  const bool main = PyThread_get_thread_ident() == g_main_ident;
+  std::optional<nb::python_error> raised;  // (destroyed last: with the GIL)
+  PyThreadState* ts = PyEval_SaveThread();
+  struct Retake {
+    PyThreadState** ts;
+    ~Retake() { take_gil_back(*ts); }
+  } retake{&ts};
+  std::optional<InterruptScope> scope;
+  if (main)
+    scope.emplace([&ts, &raised] {
+      take_gil_back(ts);
+      if (PyErr_CheckSignals() != 0) raised.emplace();  // (takes the error indicator)
+      ts = PyEval_SaveThread();
+      return raised.has_value();
+    });
+  try {
+    return f();
+  } catch (Interrupted&) {
+  }
+  // (the exception is moved out here and raised once retake took the GIL back)
+  if (!raised) throw std::runtime_error("native work interrupted");
+  throw std::move(*raised);
+}
+
+// Python buffer views whose last native owner went on a thread without the GIL: released on
+// the main thread at its next chance (Py_AddPendingCall needs neither the GIL nor a thread
+// state; a thread waiting for the GIL here could be ended by finalization, as above).
+std::mutex* g_orphans_mu = new std::mutex();                   // (never destroyed: worker
+std::vector<Py_buffer>* g_orphans = new std::vector<Py_buffer>();  //  threads may outlive exit)
+bool g_orphans_scheduled = false;
+
+int release_orphans(void*) {
+  std::vector<Py_buffer> views;
+  {
+    std::lock_guard<std::mutex> g(*g_orphans_mu);
+    views.swap(*g_orphans);
+    g_orphans_scheduled = false;
+  }
+  for (Py_buffer& v : views) PyBuffer_Release(&v);
+  return 0;
+}
+
+// A Python buffer (a message body) as native memory: the view is released when the last
+// buffer referring to it goes (possibly on another thread, long after): at once with the
+// GIL, else by the main thread (release_orphans); at and after finalization it is left to
+// the process's end.
 struct PyMem final : Mem {
   Py_buffer view{};
   bool held = false;
   ~PyMem() override {
-    if (!held) return;
-    if (_Py_IsFinalizing()) return;  // interpreter shutdown: leave it
-    PyGILState_STATE st = PyGILState_Ensure();
-    PyBuffer_Release(&view);
-    PyGILState_Release(st);
+    if (!held || !Py_IsInitialized()) return;
+    if (PyGILState_Check()) {
+      PyBuffer_Release(&view);
+      return;
+    }
+    std::lock_guard<std::mutex> g(*g_orphans_mu);
+    g_orphans->push_back(view);
+    if (!g_orphans_scheduled) g_orphans_scheduled = Py_AddPendingCall(release_orphans, nullptr) == 0;
   }
 };
 
@@ -427,12 +524,9 @@ class Stream {
     }
     size_t nm = in.size();
     std::vector<MsgOut> out;
-    {
-      nb::gil_scoped_release unlock;
-      // the trees built and the columns decoded on the pool (message.cpp); the trees go
-      // before the GIL is taken back (bodies are released with the GIL held: PyMem)
-      out = decode_messages(in, root_, lim_, is_struct ? &fl : nullptr, string_view, threads);
-    }
+    // the trees built and the columns decoded on the pool (message.cpp); the trees go
+    // before the GIL is taken back (the bodies, `in`, are released with the GIL held: PyMem)
+    out = without_gil([&] { return decode_messages(in, root_, lim_, is_struct ? &fl : nullptr, string_view, threads); });
     nb::list res;
     for (size_t i = 0; i < nm; i++) {
       MsgOut& o = out[i];
@@ -455,8 +549,7 @@ class Stream {
     std::vector<int> kinds(nm, 0);
     std::vector<std::string> msgs(nm);
     const uint64_t rows = total_rows(in);
-    {
-      nb::gil_scoped_release unlock;
+    without_gil([&] {
       parallel_for(nm, threads_for(rows, threads), [&](size_t i) {
         try {
           Tree t;
@@ -470,7 +563,7 @@ class Stream {
           msgs[i] = "out of memory while reading the message";
         }
       });
-    }
+    });
     nb::list res;
     for (size_t i = 0; i < nm; i++) {
       if (kinds[i]) res.append(nb::make_tuple(kinds[i], nb::str(msgs[i].c_str())));
@@ -503,8 +596,7 @@ class Stream {
     std::vector<std::unique_ptr<Tree>> trees(nm);
     std::vector<ScanOut> out(nm);
     const uint64_t rows = total_rows(in);
-    {
-      nb::gil_scoped_release unlock;
+    without_gil([&] {
       // 1. per message: the tree, pruning, the predicate
       parallel_for(nm, threads_for(rows, threads), [&](size_t i) {
         ScanOut& o = out[i];
@@ -620,7 +712,7 @@ class Stream {
         }
       }
       trees.clear();
-    }
+    });
     nb::list res;
     for (size_t i = 0; i < nm; i++) {
       ScanOut& o = out[i];
@@ -680,8 +772,7 @@ class Stream {
     ArrowArray* arr = nullptr;
     int ekind = 0;
     std::string emsg;
-    {
-      nb::gil_scoped_release unlock;
+    without_gil([&] {
       try {
         Tree t;
         prepare_tree(t, in, lim_);
@@ -718,7 +809,7 @@ class Stream {
         ekind = int(ErrKind::Limit);
         emsg = "out of memory while running the kernel";
       }
-    }
+    });
     auto bits = [&](const Buf& b, uint64_t n) -> nb::object {
       if (b.empty()) return nb::none();
       return nb::bytes(reinterpret_cast<const char*>(b.data()), size_t((n + 7) >> 3));
@@ -771,8 +862,7 @@ struct PyCrcJob {
       std::lock_guard<std::mutex> g(job->mu);
       if (job->done) return job->crc;
     }
-    nb::gil_scoped_release unlock;
-    job->wait();
+    without_gil([&] { job->wait(); });
     return job->crc;
   }
 };
@@ -799,19 +889,43 @@ PyCrcJob crc32c_start(nb::handle data) {
 // released for large buffers (the caller must not resize them meanwhile: bytes, mmap views
 // and numpy arrays are what vortex_io passes)
 uint32_t py_crc32c(nb::handle data, uint32_t value, bool portable, int threads = 1) {
-  Py_buffer view{};
-  if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
-  const auto* p = static_cast<const uint8_t*>(view.buf);
-  size_t n = size_t(view.len);
-  uint32_t crc;
-  if (n >= (64u << 10)) {
-    nb::gil_scoped_release unlock;
-    crc = portable ? crc32c_portable(p, n, value) : crc32c_parallel(p, n, value, threads);
-  } else {
-    crc = portable ? crc32c_portable(p, n, value) : vx::crc32c(p, n, value);
-  }
-  PyBuffer_Release(&view);
-  return crc;
+  BufferView view(data);
+  const auto* p = reinterpret_cast<const uint8_t*>(view.data());
+  size_t n = view.size();
+  if (n >= (64u << 10))
+    return without_gil([&] { return portable ? crc32c_portable(p, n, value) : crc32c_parallel(p, n, value, threads); });
+  return portable ? crc32c_portable(p, n, value) : vx::crc32c(p, n, value);
+}
+
+// For tests of Ctrl-C: `tasks` tasks of `ms` milliseconds each (sleeping) on up to `threads`
+// threads with the GIL released, as a long decode runs; returns how many ran (all of them
+// unless interrupted, which raises)
+size_t pool_busy(size_t tasks, int ms, int threads) {
+  std::atomic<size_t> ran{0};
+  without_gil([&] {
+    parallel_for(tasks, threads, [&](size_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      ran++;
+    });
+  });
+  return ran.load();
+}
+
+// (an atexit callback: the interpreter is about to be finalized, on this thread)
+void at_exit() {
+  g_exit_thread.store(std::this_thread::get_id());
+  // Threads still alive now are daemon threads (finalization joined the others): CPython stops
+  // them without ever releasing what their frames hold, so a Stream a daemon thread was
+  // scanning with stays alive for good, by CPython's design, and nanobind's leak check
+  // (after finalization) would report it, its type and their functions as a leak of this
+  // module on every such exit. The report stays on for every exit without such threads.
+  nb::module_ threading = nb::module_::import_("threading");
+  nb::object me = threading.attr("current_thread")();
+  for (nb::handle t : threading.attr("enumerate")())
+    if (!t.is(me) && truthy(t.attr("is_alive")())) {
+      nb::set_leak_warnings(false);
+      break;
+    }
 }
 
 }  // namespace
@@ -822,6 +936,9 @@ void bind_kernel_probe(nb::module_& m);  // probe.cpp (test-only)
 
 NB_MODULE(_native, m) {
   m.doc() = "vortex_io's native core (C++17): message decoding and compute kernels";
+  g_main_ident = nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
+  // the thread finalizing the interpreter runs the atexit callbacks first (take_gil_back)
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function(at_exit));
   nb::class_<Stream>(m, "Stream")
       .def(nb::init<nb::bytes, std::vector<uint64_t>>(), nb::arg("dtype_program"), nb::arg("limits"))
       .def("decode", &Stream::decode, nb::arg("messages"), nb::arg("fields").none(), nb::arg("string_view"),
@@ -862,6 +979,8 @@ NB_MODULE(_native, m) {
   m.def("set_cache_limit", &set_cache_limit);
   m.def("cache_limit", &cache_limit);
   m.def("release_cache", &release_cache);
+  m.def("pool_busy", &pool_busy, nb::arg("tasks"), nb::arg("ms"), nb::arg("threads"),
+        "test-only: tasks sleeping ms each on the pool, with the GIL released (Ctrl-C polled)");
   vx::bind_kernel_probe(m);
 #ifdef VX_EXACT_ALLOC
   m.attr("exact_alloc") = true;  // a sanitizer build: no pool (memory.cpp)

@@ -1,6 +1,7 @@
 #include "pool.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -16,6 +17,28 @@ namespace vx {
 namespace {
 
 thread_local bool tl_in_worker = false;
+// this thread's InterruptScope poll (or null), and how many parallel_for calls are active on
+// it (only the outermost polls: a nested loop runs inside a task)
+thread_local const std::function<bool()>* tl_poll = nullptr;
+thread_local int tl_depth = 0;
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kPollInterval = std::chrono::milliseconds(kPollIntervalMs);
+
+// calls poll when kPollInterval has passed since the last call
+struct Poller {
+  const std::function<bool()>* poll;
+  Clock::time_point next;
+  explicit Poller(const std::function<bool()>* p) : poll(p), next(Clock::now() + kPollInterval) {}
+  bool interrupted() {
+    if (!poll) return false;
+    auto now = Clock::now();
+    if (now < next) return false;
+    bool r = (*poll)();
+    next = Clock::now() + kPollInterval;
+    return r;
+  }
+};
 
 struct Job {
   const std::function<void(size_t)>* fn = nullptr;
@@ -52,7 +75,8 @@ class Pool {
     return *g_pool;
   }
 
-  void run(size_t n, int threads, const std::function<void(size_t)>& fn) {
+  // (throws Interrupted, once no task runs any more, when poll asked to stop)
+  void run(size_t n, int threads, const std::function<void(size_t)>& fn, Poller& poller) {
     auto job = std::make_shared<Job>();
     job->fn = &fn;
     job->n = n;
@@ -63,28 +87,59 @@ class Pool {
       jobs_.push_back(job);
     }
     cv_.notify_all();
-    work(*job);  // the caller takes tasks too
+    bool interrupted = work(*job, &poller);  // the caller takes tasks too
     {
       std::unique_lock<std::mutex> g(mu_);
-      done_cv_.wait(g, [&] { return job->done.load() == job->n; });
+      auto finished = [&] { return job->done.load() == job->n; };
+      if (!poller.poll) {
+        done_cv_.wait(g, finished);
+      } else {
+        // in slices, polling between them (without the lock: poll takes the GIL)
+        while (!finished()) {
+          if (done_cv_.wait_for(g, kPollInterval, finished)) break;
+          if (interrupted) continue;
+          g.unlock();
+          if (poller.interrupted()) {
+            interrupted = true;
+            cancel(*job);
+          }
+          g.lock();
+        }
+      }
       for (auto it = jobs_.begin(); it != jobs_.end(); ++it)
         if (it->get() == job.get()) {
           jobs_.erase(it);
           break;
         }
     }
+    if (interrupted) throw Interrupted();
   }
 
  private:
-  void work(Job& j) {
+  // the tasks not yet taken are counted as done, never run
+  void cancel(Job& j) {
+    size_t first = j.next.exchange(j.n);
+    if (first < j.n) finish(j, j.n - first);
+  }
+
+  void finish(Job& j, size_t k) {
+    if (j.done.fetch_add(k) + k == j.n) {
+      std::lock_guard<std::mutex> g(mu_);
+      done_cv_.notify_all();
+    }
+  }
+
+  // true when the poller (the caller's) asked to stop
+  bool work(Job& j, Poller* poller = nullptr) {
     while (true) {
-      size_t i = j.next.fetch_add(1);
-      if (i >= j.n) return;
-      (*j.fn)(i);
-      if (j.done.fetch_add(1) + 1 == j.n) {
-        std::lock_guard<std::mutex> g(mu_);
-        done_cv_.notify_all();
+      if (poller && poller->interrupted()) {
+        cancel(j);
+        return true;
       }
+      size_t i = j.next.fetch_add(1);
+      if (i >= j.n) return false;
+      (*j.fn)(i);
+      finish(j, 1);
     }
   }
 
@@ -181,14 +236,27 @@ int hardware_threads() {
   return h ? int(h) : 1;
 }
 
+InterruptScope::InterruptScope(std::function<bool()> poll) : poll_(std::move(poll)), prev_(tl_poll) {
+  tl_poll = &poll_;
+}
+InterruptScope::~InterruptScope() { tl_poll = prev_; }
+
 void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn) {
   if (n == 0) return;
   if (threads > int(n)) threads = int(n);
+  Poller poller(tl_depth == 0 && !tl_in_worker ? tl_poll : nullptr);
+  struct Depth {
+    Depth() { tl_depth++; }
+    ~Depth() { tl_depth--; }
+  } depth;
   if (threads <= 1 || tl_in_worker) {
-    for (size_t i = 0; i < n; i++) fn(i);
+    for (size_t i = 0; i < n; i++) {
+      if (poller.interrupted()) throw Interrupted();
+      fn(i);
+    }
     return;
   }
-  Pool::get().run(n, threads, fn);
+  Pool::get().run(n, threads, fn, poller);
 }
 
 }  // namespace vx

@@ -13,6 +13,25 @@
 namespace vx {
 
 void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn);
+
+// Interrupting a loop (Ctrl-C). While an InterruptScope is alive on a thread, that thread's
+// outermost parallel_for calls `poll` about every kPollInterval, between tasks and while it
+// waits for the workers' tasks. When poll returns true the tasks not yet started are skipped
+// and, once the started ones are done, parallel_for throws Interrupted. poll runs on the
+// calling thread only; tasks never see it (they stay free of Python).
+struct Interrupted {};
+constexpr int kPollIntervalMs = 20;
+class InterruptScope {
+ public:
+  explicit InterruptScope(std::function<bool()> poll);
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  std::function<bool()> poll_;
+  const std::function<bool()>* prev_;
+};
 // `threads`, or 1 when the loop's work (values to decode: rows x columns) is too small to
 // pay for waking the workers (tens of microseconds; a tiny message decodes in less)
 constexpr uint64_t kParallelMinWork = 32768;
