@@ -35,6 +35,7 @@ from ._arrow import (
     INTERVAL_FIELDS,
     dtype_from_arrow,
     interval_struct,
+    map_arrow_type,
     to_arrow_schema,
 )
 from ._errors import MalformedStreamError
@@ -132,20 +133,15 @@ _INTERVAL_STRUCT = pa.struct([pa.field("months", pa.int32(), False),
 
 
 def _no_interval(t: pa.DataType) -> pa.DataType:
-    if t == pa.month_day_nano_interval():
-        return _INTERVAL_STRUCT
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(_no_interval(f.type)) for f in t])
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_no_interval(t.value_type)))
-    if pa.types.is_large_list(t):
-        return pa.large_list(t.value_field.with_type(_no_interval(t.value_type)))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(_no_interval(t.value_type)), t.list_size)
-    return t
+    return map_arrow_type(t, lambda x: _INTERVAL_STRUCT if x == pa.month_day_nano_interval() else x)
 
 
 def _views(t: pa.DataType) -> pa.DataType:
+    return map_arrow_type(t, _view_leaf)
+
+
+def _view_leaf(t: pa.DataType) -> pa.DataType:
+    """``_views`` of a type that is no struct or (large, fixed-size) list."""
     if isinstance(t, (pa.Decimal32Type, pa.Decimal64Type)):
         return pa.decimal128(t.precision, t.scale)
     if pa.types.is_run_end_encoded(t):
@@ -158,14 +154,6 @@ def _views(t: pa.DataType) -> pa.DataType:
         return pa.string_view()
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return pa.binary_view()
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(_views(f.type)) for f in t])
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_views(t.value_type)))
-    if pa.types.is_large_list(t):
-        return pa.large_list(t.value_field.with_type(_views(t.value_type)))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(_views(t.value_type)), t.list_size)
     return t
 
 
