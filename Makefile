@@ -14,11 +14,17 @@ NATIVE_SRC := native/CMakeLists.txt $(wildcard native/src/*.cpp native/src/*.h)
 
 # the venv and the package (pip builds the C++ extension with scikit-build-core, in the venv
 # without build isolation, so the later incremental builds reuse build/ as it is)
+# $(call install-venv,BASE_PYTHON,VENV_DIR): the venv, the build tools, the package with the
+# dev extra (also the 3.13 venv's recipe)
+define install-venv
+test -x $(2)/bin/python || $(1) -m venv $(2)
+$(2)/bin/python -m pip install --quiet --upgrade pip
+$(2)/bin/python -m pip install --quiet 'scikit-build-core>=0.10' 'nanobind>=2.4'
+$(2)/bin/python -m pip install --quiet --no-build-isolation -e '.[dev]'
+endef
+
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet 'scikit-build-core>=0.10' 'nanobind>=2.4'
-	$(PY) -m pip install --quiet --no-build-isolation -e '.[dev]'
+	$(call install-venv,$(PYTHON),$(VENV))
 	touch $(STAMP)
 
 # the extension rebuilt (incrementally, in build/) when the native sources changed
@@ -60,10 +66,7 @@ NATIVE_STAMP313 := $(VENV313)/.native-stamp
 
 $(STAMP313): pyproject.toml
 	@test -n "$(PYTHON313)" || { echo "Python 3.13 not found: pyenv install 3.13, or python3.13 on PATH, or PYTHON313=..."; exit 1; }
-	test -x $(PY313) || $(PYTHON313) -m venv $(VENV313)
-	$(PY313) -m pip install --quiet --upgrade pip
-	$(PY313) -m pip install --quiet 'scikit-build-core>=0.10' 'nanobind>=2.4'
-	$(PY313) -m pip install --quiet --no-build-isolation -e '.[dev]'
+	$(call install-venv,$(PYTHON313),$(VENV313))
 	touch $(STAMP313)
 
 # (build/{wheel_tag}: the 3.13 build has its own build directory, rebuilt incrementally)
