@@ -100,7 +100,7 @@ class Batch:
         from .._arrow_schema import restore_array, restore_batch
 
         if _table_fields(self._dtype()) is not None:
-            return restore_batch(a, layout.schema(string_view).with_metadata(a.schema.metadata))
+            return restore_batch(a, layout.schema(string_view).with_metadata(self._schema_metadata()))
         return restore_array(a, layout.field_types(None, string_view)[0])
 
     def _schema_metadata(self) -> Any:
