@@ -1,4 +1,4 @@
-"""The benchmark protocol (see bench/README.md and shared/reference/benchmarks.md).
+"""The benchmark protocol (see bench/README.md).
 
 A ``Case`` is one measurement (e.g. "read trades from bytes into a pyarrow Table") with the
 ``System`` s that compete on the same input. ``run_case``:

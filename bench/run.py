@@ -3,10 +3,10 @@
     bench/run.py [--only core,codecs] [--datasets trades,lineitem,flights] [--rows N]
                  [--rounds R] [--json PATH] [--profile] [--list]
 
-Groups (``--list`` prints them): ``core`` (issue 2: canonical Vortex IPC write/read against
-pyarrow's uncompressed Arrow IPC) and ``codecs`` (issue 3: compressed stream bytes, encode
+Groups (``--list`` prints them): ``core`` (canonical Vortex IPC write/read against
+pyarrow's uncompressed Arrow IPC) and ``codecs`` (compressed stream bytes, encode
 and decode time against vortex-data, Arrow IPC none/lz4/zstd and Parquet zstd, with the
-encodings chosen per column) here; ``decode``, ``scan``, ``adapters`` (issue 19; ``--only
+encodings chosen per column) here; ``decode``, ``scan``, ``adapters`` (``--only
 issue19`` runs the three and prints the bars of ``bench/bars.py``), ``polars``, ``duckdb``,
 ``inverted_index``, ``integrity`` in their modules. New groups register with ``@group(...)`` below (or in
 a module imported here). Results print as tables and are written as JSON under bench/out/.
@@ -161,7 +161,7 @@ def encodings_table(data: bytes, columns: list[str], *, vortex_data_fallback: bo
 
 
 @group("core", datasets=("trades",),
-       description="issue 2: canonical Vortex IPC write/read vs pyarrow's uncompressed Arrow IPC")
+       description="canonical Vortex IPC write/read vs pyarrow's uncompressed Arrow IPC")
 def core(ctx: Context) -> Iterator[Case]:
     """Write (Table -> bytes) and read (bytes -> Table) of canonical, uncompressed streams."""
     for ds in ctx.datasets:
@@ -245,7 +245,7 @@ def _small_message_cases(ds: str, t: pa.Table) -> Iterator[Case]:
 
 
 @group("codecs", datasets=("trades", "lineitem", "flights"),
-       description="issue 3: compressed bytes / encode / decode vs vortex-data, Arrow IPC, Parquet")
+       description="compressed bytes / encode / decode vs vortex-data, Arrow IPC, Parquet")
 def codecs(ctx: Context) -> Iterator[Case]:
     """Per dataset: encode (Table -> bytes) and decode (bytes -> Table) of every codec, with
     stream sizes, and the per-column encodings of vortex_io's and vortex-data's streams."""
@@ -353,7 +353,7 @@ import bench.bench_scan as _bench_scan  # noqa: E402, F401  (registers the scan 
 
 # -- main -----------------------------------------------------------------------------------------
 
-#: the groups whose cases issue 19's bars judge (``--only issue19`` runs them, and the bars
+#: the groups whose cases the speed bars judge (``--only issue19`` runs them, and the bars
 #: summary is printed whenever one of them ran)
 ISSUE19 = ["decode", "scan", "adapters"]
 ALIASES = {"issue19": ISSUE19}

@@ -14,8 +14,8 @@ union_by_name := false, hive_partitioning := NULL, hive_types := NULL)`` availab
 and on every cursor of it. ``source`` is a path, a glob (``'dir/**/*.vxipc'``), a directory
 (its ``**/*.vxipc``) or a list of those; the options mean what they mean to ``read_parquet``.
 
-How it works (DuckDB's Python package has no public table-function API; see
-``shared/reference/adapters.md``): ``vortex_ipc`` is a table macro
+How it works (DuckDB's Python package has no public table-function API):
+``vortex_ipc`` is a table macro
 ``FROM query(vortex_ipc_needs_vortex_io_register_duckdb(to_json({'source': source, ...})))``.
 The resolver is a Python scalar function that DuckDB evaluates while it plans the query (a
 database file reopened without ``register`` fails naming it: the name says what to do); it
