@@ -281,7 +281,7 @@ def _check_masked(a: pa.Array, under: Under, path: str) -> None:
     """A non-nullable field's nulls are valid Arrow only under a null parent (a nullable
     struct or list whose slot is null there); any other null raises ``UnsupportedError``
     naming the column and the first such row."""
-    nulls = ~np.asarray(a.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    nulls = _nulls_mask(a)
     if under is not None:
         nulls &= ~under()
     if nulls.any():
@@ -470,9 +470,9 @@ def _dictionary_decoded(a: pa.DictionaryArray, under: Under, path: str) -> pa.Ar
     n = len(a.dictionary)
     raw = idx.to_numpy(zero_copy_only=False) if idx.null_count == 0 else \
         idx.fill_null(0).to_numpy(zero_copy_only=False)
+    null = _nulls_mask(idx)
     bad = (raw < 0) | (raw >= n)
-    if idx.null_count:
-        bad &= np.asarray(idx.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    bad &= ~null
     if not bad.any():
         return a.dictionary_decode()
     stray = bad & ~under() if under is not None else bad
@@ -481,7 +481,7 @@ def _dictionary_decoded(a: pa.DictionaryArray, under: Under, path: str) -> pa.Ar
         raise UnsupportedError(f"{where}dictionary index {int(raw[np.argmax(stray)])} out of "
                                f"range at row {int(np.argmax(stray))} (the dictionary holds {n})")
     keep = np.where(bad, 0, raw)
-    mask = pa.array(bad | ~np.asarray(idx.is_valid().to_numpy(zero_copy_only=False), dtype=bool))
+    mask = pa.array(bad | null)
     if n == 0:
         return pa.nulls(len(a), a.dictionary.type)
     return a.dictionary.take(pa.array(keep, mask=mask))

@@ -34,7 +34,7 @@ from . import _native_glue as ng
 from . import dtype as dt
 from ._array import Array, canonicalized_nbytes
 from ._arrow import arrow_take
-from ._arrow_schema import same_schema
+from ._arrow_schema import restore_array, restore_batch, same_schema
 from ._check import check_int, check_names, check_source, check_type, describe
 from ._errors import (
     LimitExceededError,
@@ -398,31 +398,6 @@ def _dictionary_schema(schema: Any, d: dt.DType, names: Sequence[str]) -> Any:
     return pa.schema(fields, metadata=schema.metadata)
 
 
-def _to_dictionary(a: Any, typ: Any) -> Any:
-    """Array ``a`` (strings or binary, any layout) as the dictionary type ``typ``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if a.type == typ:
-        return a
-    if pa.types.is_string_view(a.type) or pa.types.is_binary_view(a.type):
-        a = a.cast(typ.value_type)
-    return pc.dictionary_encode(a)
-
-
-def _conform(batch: Any, schema: Any) -> Any:
-    """A scan's batch (in the dtype's types) in the types of its output ``schema``: the
-    stream's exact Arrow types, ``read_dictionary``'s columns as dictionaries."""
-    import pyarrow as pa
-
-    from ._arrow_schema import restore_array
-
-    if batch.num_columns == 0:
-        return batch.replace_schema_metadata(schema.metadata)
-    cols = [restore_array(c, f.type) for c, f in zip(batch.columns, schema)]
-    return pa.RecordBatch.from_arrays(cols, schema=schema)
-
-
 def _rows_only(n: int) -> Any:
     """A RecordBatch of ``n`` rows and no column (a count's batch)."""
     import pyarrow as pa
@@ -576,7 +551,7 @@ class Scan:
                 return
             if out.schema is not self._out_schema and not same_schema(out.schema,
                                                                       self._out_schema):
-                out = _conform(out, self._out_schema)
+                out = restore_batch(out, self._out_schema)
             if self.batch_size:
                 for s in range(0, out.num_rows, self.batch_size):
                     yield out.slice(s, self.batch_size)
@@ -864,7 +839,7 @@ class Scan:
                 pinned = self._pinned or {}
                 out = [pa.repeat(pinned[nm], n) if nm in pinned else by_name[nm] for nm in names]
                 if dict_fields:  # columns Python built (handed back, pinned) as dictionaries too
-                    out = [_to_dictionary(a, schema.field(i).type) for i, a in enumerate(out)]
+                    out = [restore_array(a, schema.field(i).type) for i, a in enumerate(out)]
                 yield pa.RecordBatch.from_arrays(out, schema=schema)
             if err is not None:
                 raise err
