@@ -23,7 +23,7 @@
 #include <vector>
 
 #if defined(__GLIBCXX__)
-#include <cxxabi.h>  // abi::__forced_unwind
+#include <cxxabi.h>  // (glibc: the forced unwind of pthread_exit, see take_gil_back)
 #endif
 
 #include "arrow_c.h"
@@ -63,8 +63,11 @@ void take_gil_back(PyThreadState* ts) noexcept {
 #if defined(__GLIBCXX__)
   try {
     PyEval_RestoreThread(ts);
-  } catch (abi::__forced_unwind&) {
-    park_forever();  // finalization began while this thread waited for the GIL
+  } catch (...) {
+    // the forced unwind (PyEval_RestoreThread, C, throws nothing else): finalization began
+    // while this thread waited for the GIL. Caught by `...`: a forced unwind has no
+    // exception object, so binding it to a reference is undefined (UBSan reports it).
+    park_forever();
   }
 #else
   PyEval_RestoreThread(ts);
