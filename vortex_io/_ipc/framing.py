@@ -39,6 +39,18 @@ vortex_io.TruncatedStreamError: the stream carries integrity data but ends after
 >>> dec.feed(data + b"".join(bytes(p) for p in enc.end_marker()))
 >>> [(m.type.name, m.end_marker) for m in dec], dec.finished
 ([('DTYPE', False), ('ARRAY', False), ('ARRAY', True)], True)
+
+A stream without integrity data may end with the marker too (``StreamWriter(...,
+end_marker=True)``): the decoder stops at it and leaves what follows, the next stream on a
+pipe or socket, in ``unused_data``:
+
+>>> enc = MessageEncoder()
+>>> one = b"".join(bytes(p) for p in enc.dtype_message(vio.dtype.int64()))
+>>> one += b"".join(bytes(p) for p in enc.end_marker())
+>>> dec = MessageDecoder()
+>>> dec.feed(one + b"next")
+>>> [(m.type.name, m.end_marker) for m in dec], dec.finished, dec.unused_data
+([('DTYPE', False), ('ARRAY', True)], True, b'next')
 """
 
 from __future__ import annotations
@@ -206,9 +218,18 @@ class MessageDecoder:
 
     @property
     def finished(self) -> bool:
-        """True once the stream's end marker was decoded (integrity streams only): the
-        stream is complete, and bytes after it are an error."""
+        """True once the stream's end marker was decoded: the stream is complete. Bytes
+        after it are an error in a stream with integrity data; in one without, they are
+        left alone (``unused_data``: on a pipe or socket, the next stream may follow)."""
         return self._finished
+
+    @property
+    def unused_data(self) -> bytes:
+        """The bytes fed after the end marker (empty before it): the start of whatever
+        follows the stream on the same connection."""
+        if not self._finished or not self._buffered:
+            return b""
+        return b"".join(c.tobytes() for c in self._chunks)
 
     # -- output ------------------------------------------------------------------------
     def _take(self, n: int) -> np.ndarray:
@@ -272,8 +293,10 @@ class MessageDecoder:
         if self._error is not None:
             raise self._error
         lim = self.limits
-        if self._finished and self._buffered:
-            self._trailing()
+        if self._finished:
+            if self._buffered and self.integrity:
+                self._trailing()
+            return None
         while self._buffered >= self._need:
             if self._state == _LEN:
                 self._msg_offset = self._consumed
@@ -373,10 +396,7 @@ class MessageDecoder:
                 raise self._fail(IntegrityError(
                     "the message has no integrity record; the stream's first message has one"))
             self._verified = False
-            if end:
-                raise self._fail(IntegrityError(
-                    "an end marker in a stream without integrity data"))
-            self._end = None
+            self._end = self._end_counts(hdr, end)
             return
         if len(values) != 1 or values[0] != raw[-ig.RECORD_SIZE:].tobytes():
             raise self._fail(IntegrityError(
@@ -389,18 +409,25 @@ class MessageDecoder:
         self._verified = True
         self._body_crc = rec[0]
         self._chain = rec[1]
-        self._end = None
-        if end:
-            counts = ig.parse_end_value(end[0]) if len(end) == 1 else None
-            if counts is None or hdr.type != MessageType.ARRAY or hdr.row_count != 0:
-                raise self._fail(IntegrityError(
-                    "a malformed end marker (it must be one zero-row Array message with one "
-                    "16-byte vortex_io.end value)"))
-            self._end = counts
+        self._end = self._end_counts(hdr, end)
+
+    def _end_counts(self, hdr: Any, end: list[bytes]) -> tuple[int, int] | None:
+        """The counts of an end marker (None: the message is not one); a malformed marker
+        raises."""
+        if not end:
+            return None
+        counts = ig.parse_end_value(end[0]) if len(end) == 1 else None
+        if counts is None or hdr.type != MessageType.ARRAY or hdr.row_count != 0:
+            cls = IntegrityError if self._verified else MalformedStreamError
+            raise self._fail(cls(
+                "a malformed end marker (it must be one zero-row Array message with one "
+                "16-byte vortex_io.end value)"))
+        return counts
 
     def _check_end(self, messages: int, rows: int) -> None:
         if messages != self._index or rows != self._rows:
-            raise self._fail(IntegrityError(
+            cls = IntegrityError if self._verified else MalformedStreamError
+            raise self._fail(cls(
                 f"the end marker counts {messages} message(s) and {rows} row(s) before it; "
                 f"the stream has {self._index} and {self._rows}"))
 
@@ -479,8 +506,10 @@ class MessageDecoder:
     def _check_ended(self) -> None:
         """At the end of input with no complete message left: raise if the stream was cut
         inside a message, or (integrity data) before its end marker."""
-        if self._finished and self._buffered:
-            self._trailing()
+        if self._finished:
+            if self._buffered and self.integrity:
+                self._trailing()
+            return
         if not self.at_boundary:
             self._raise_truncated()
         if self.integrity and not self._finished:
@@ -519,8 +548,9 @@ class MessageEncoder:
 
     Each method returns a list of bytes-like parts to write in order (buffers are passed
     through without copying). ``integrity=True``: every message carries an integrity record
-    (CRC-32C of its framing and body, chained from message to message) and ``end_marker()``
-    builds the message that ends the stream (``vortex_io.integrity``). Metadata keys under
+    (CRC-32C of its framing and body, chained from message to message); ``end_marker()``
+    builds the message that ends the stream (``vortex_io.integrity``; required with
+    integrity data, optional without). Metadata keys under
     the reserved ``vortex_io.`` prefix are refused (``ValueError``).
     """
 
@@ -567,8 +597,8 @@ class MessageEncoder:
         if reserved:
             md = Metadata([*md.items(), *reserved])
         body = encode_dtype(dtype)
+        self._dtype = dtype
         if self.integrity:
-            self._dtype = dtype
             hdr = encode_message_header(MessageType.DTYPE, len(body), metadata=md,
                                         record=ig.RECORD_PLACEHOLDER)
             return self._sealed(hdr, [body], len(body))
@@ -587,6 +617,7 @@ class MessageEncoder:
                 f"an array message holds at most 2**32-1 rows, not {len(array)}; split it into chunks"
             )
         encodings, buffers, root_node = serialize_array(array)
+        self.rows += len(array)
         if self.integrity:
             # no header padding (the record ends the header): the buffers are aligned in
             # the stream by their Buffer.padding, which needs the body's offset, so the
@@ -598,7 +629,6 @@ class MessageEncoder:
             hdr_buf = bytearray(hdr)
             _U64.pack_into(hdr_buf, root(memoryview(hdr_buf), "Message")._field(3), size)
             hdr = bytes(hdr_buf)
-            self.rows += len(array)
             return self._sealed(hdr, parts, size)
         parts, size, align = body_layout(buffers, root_node)
         hdr = encode_message_header(MessageType.ARRAY, size, row_count=len(array),
@@ -606,19 +636,17 @@ class MessageEncoder:
         return self._frame(hdr, parts, size, min(align, STREAM_ALIGNMENT))
 
     def end_marker(self) -> list[Any]:
-        """The end marker of an integrity stream: a zero-row Array message of the stream's
-        dtype whose ``vortex_io.end`` value counts the messages and rows before it."""
-        if not self.integrity:
-            raise ValueError("end_marker() needs MessageEncoder(integrity=True)")
+        """The message that ends the stream: a zero-row Array message of the stream's dtype
+        (a ``vortex.chunked`` array of no chunks, the same few bytes whatever the dtype)
+        whose ``vortex_io.end`` value counts the messages and rows before it. Readers stop
+        at it and read nothing after it; to other readers (vortex-data) it is one more,
+        empty, array."""
         if self._dtype is None:
             raise ValueError("end_marker() before dtype_message()")
-        import pyarrow as pa
+        from ..encodings._chunked import chunked_array
 
-        from .._arrow import from_arrow
-
-        empty = from_arrow(pa.array([], type=self._dtype.to_arrow()), dtype=self._dtype)
         md = Metadata([(ig.END_KEY, ig.end_value(self.messages, self.rows))])
-        return self._array_message(empty, md)
+        return self._array_message(chunked_array([], self._dtype), md)
 
     def buffer_message(self, data: Any, alignment_exponent: int = 0,
                        metadata: MetadataLike = None) -> list[Any]:

@@ -618,7 +618,7 @@ class StreamReader:
             m = dec.next_message()
             if m is not None:
                 if m.end_marker:
-                    dec.next_message()  # bytes already buffered after it raise
+                    dec.next_message()  # (with integrity data) bytes buffered after it raise
                     return None
                 return m
             if dec.ended:
@@ -1043,7 +1043,7 @@ class AsyncStreamReader:
         while True:
             m = dec.next_message()
             if m is not None and m.end_marker:
-                dec.next_message()  # bytes already buffered after it raise
+                dec.next_message()  # (with integrity data) bytes buffered after it raise
                 return None
             if m is not None or self._eof:
                 return m

@@ -226,6 +226,12 @@ class StreamWriter(_Compressing):
     message the call writes (one per chunk; a zero-row batch is written when the data has
     no rows). Metadata keys starting with ``vortex_io.`` are reserved.
 
+    ``end_marker=True``: ``close()`` ends the stream with an end marker, one small zero-row
+    message (``MessageEncoder.end_marker``): readers stop at it and read nothing after it,
+    so streams can follow one another on one pipe or socket (vortex-data reads the marker
+    as one more, empty, array). ``close()`` closes a sink given by path and only flushes a
+    file object or socket (it stays open for what follows).
+
     ``integrity=True``: every message carries a CRC-32C record and ``close()`` writes the
     end marker (``vortex_io.integrity``), so readers detect any corruption and any cut. A
     ``with`` block left by an exception closes the sink without the end marker: the stream
@@ -243,10 +249,14 @@ class StreamWriter(_Compressing):
 
     def __init__(self, sink: Any, dtype: Any, *, metadata: MetadataLike = None,
                  compress: Any = False, encodings: Mapping[str, str] | None = None,
-                 integrity: bool = False, _caller: str = "StreamWriter") -> None:
+                 integrity: bool = False, end_marker: bool = False,
+                 _caller: str = "StreamWriter") -> None:
         self.dtype = coerce_dtype(dtype, _caller)
         self.metadata = check_metadata(_caller, "metadata", metadata)
+        check_type(_caller, "end_marker", end_marker, bool, "a bool")
         self.integrity = integrity
+        #: whether ``close()`` writes the end marker (always, with integrity data)
+        self.end_marker = bool(end_marker) or bool(integrity)
         self._init_compression(compress, encodings, _caller)
         self._enc = MessageEncoder(integrity=integrity)
         # (refuses reserved keys from the user; adds the exact Arrow schema where needed)
@@ -281,14 +291,15 @@ class StreamWriter(_Compressing):
         self._sink.flush()
 
     def close(self) -> None:
-        """End the stream (with integrity: write its end marker) and close the sink."""
+        """End the stream (with ``end_marker`` or integrity: write its end marker) and close
+        the sink."""
         self._close(end=True)
 
     def _close(self, end: bool) -> None:
         if not self._closed:
             self._closed = True
             try:
-                if end and self.integrity:
+                if end and self.end_marker:
                     self._sink.write(self._enc.end_marker())
             finally:
                 self._sink.close()
@@ -309,15 +320,17 @@ def _empty_arrow(d: dt.DType) -> Any:
 class AsyncStreamWriter(_Compressing):
     """Writes a stream to an ``asyncio.StreamWriter``. The DType message is queued at
     construction; ``await write(...)`` sends a batch and drains. ``compress``,
-    ``encodings`` and ``integrity`` are as for ``StreamWriter`` (``close()`` sends the end
-    marker; an ``async with`` block left by an exception does not)."""
+    ``encodings``, ``integrity`` and ``end_marker`` are as for ``StreamWriter`` (``close()``
+    sends the end marker; an ``async with`` block left by an exception does not)."""
 
     def __init__(self, writer: Any, dtype: Any, *, metadata: MetadataLike = None,
                  compress: Any = False, encodings: Mapping[str, str] | None = None,
-                 integrity: bool = False) -> None:
+                 integrity: bool = False, end_marker: bool = False) -> None:
         self.dtype = coerce_dtype(dtype, "AsyncStreamWriter")
         self.metadata = check_metadata("AsyncStreamWriter", "metadata", metadata)
+        check_type("AsyncStreamWriter", "end_marker", end_marker, bool, "a bool")
         self.integrity = integrity
+        self.end_marker = bool(end_marker) or bool(integrity)
         self._init_compression(compress, encodings, "AsyncStreamWriter")
         self._w = writer
         self._enc = MessageEncoder(integrity=integrity)
@@ -350,7 +363,7 @@ class AsyncStreamWriter(_Compressing):
     async def _close(self, end: bool) -> None:
         if not self._closed:
             self._closed = True
-            if end and self.integrity:
+            if end and self.end_marker:
                 self._send(self._enc.end_marker())
             await self._w.drain()
             self._w.close()
@@ -369,7 +382,8 @@ class AsyncStreamWriter(_Compressing):
 
 def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: Any = True,
               chunk_rows: int = 65_536, dtype: Any = None,
-              encodings: Mapping[str, str] | None = None, integrity: bool = False) -> int:
+              encodings: Mapping[str, str] | None = None, integrity: bool = False,
+              end_marker: bool = False) -> int:
     """Write ``data`` as a whole stream, ``chunk_rows`` rows per message; returns bytes written.
 
     ``sink``: a path, a binary file object or a socket. ``data``: a ``vortex_io.Array``,
@@ -381,6 +395,8 @@ def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: 
     ``encodings`` forces an encoding per column, e.g. ``{"city": "vortex_io.inverted_index"}``.
     ``integrity=True`` adds a CRC-32C record to every message and an end marker
     (``vortex_io.integrity``): readers then detect any corruption and any cut.
+    ``end_marker=True`` ends the stream with an end marker without integrity data (see
+    ``StreamWriter``).
 
     >>> import io, pyarrow as pa, vortex_io as vio
     >>> n = vio.write_ipc(io.BytesIO(), pa.table({"x": list(range(10))}), chunk_rows=4)
@@ -407,7 +423,7 @@ def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: 
     else:
         coerce_dtype(dtype, "write_ipc")
     with StreamWriter(sink, dtype, metadata=metadata, compress=compress, encodings=encodings,
-                      integrity=integrity, _caller="write_ipc") as w:
+                      integrity=integrity, end_marker=end_marker, _caller="write_ipc") as w:
         wrote = 0
         for piece in _rechunk(data, chunk_rows):
             wrote += w.write(piece)
