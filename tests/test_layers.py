@@ -16,8 +16,9 @@ The rules, from the bottom up:
   package and the CLI's ``sql`` command, each lazily;
 - engines (polars, duckdb, ray, dask, pandas) are imported only by their own adapter;
   ``vortex`` (vortex-data) nowhere;
-- adapters use the core's public names, its scan API and the file-system helpers, never
-  encodings, the compressor, arrays' internals or the native core directly;
+- adapters use the core's public names (the transcoders too), its scan API and the
+  file-system helpers, never encodings, the compressor, arrays' internals or the native
+  core directly;
 - the InvertedIndex plugin imports public names only.
 """
 
@@ -40,7 +41,7 @@ OWN_ENGINES = {
     "integrations.dask_dataframe": {"dask", "pandas"},
 }
 ADAPTER_MAY_USE = {"", "_scan", "expr", "compute._expr", "compute", "_errors", "dtype", "_arrow", "_arrow_schema", "_ipc",
-                   "_limits", "_metadata", "_fs"}
+                   "_limits", "_metadata", "_fs", "transcode"}
 
 
 def _module(path: Path) -> str:
@@ -195,6 +196,7 @@ PUBLIC_MODULES = {
     "", "cli", "compute", "datasets", "dtype", "encodings", "encodings.inverted_index",
     "expr", "integrity", "integrations", "integrations.dask_dataframe",
     "integrations.duckdb_ext", "integrations.polars_plugin", "integrations.ray_data",
+    "integrations.vgi_rpc", "transcode",
 }
 
 

@@ -16,7 +16,7 @@ True
 
 from typing import Any
 
-from . import compute, dtype, expr, integrity
+from . import compute, dtype, expr, integrity, transcode
 from . import encodings as encodings
 from ._array import Array, Encoding, get_encoding, register_encoding, registered_encodings
 from ._compress import CompressOptions, compress
@@ -89,6 +89,7 @@ __all__ = [
     "registered_encodings",
     "scan",
     "show_versions",
+    "transcode",
     "write_ipc",
 ]
 
