@@ -41,7 +41,7 @@ demo: $(NATIVE_STAMP)
 	$(PY) -m bench.demo
 
 lint: $(STAMP)
-	$(PY) -m ruff check vortex_io tests bench native fuzz
+	$(PY) -m ruff check vortex_io tests bench native fuzz examples
 	$(PY) -m mypy  # the whole package ([tool.mypy] in pyproject.toml), no per-module ignores
 
 # the suite twice: with the native core, and with the numpy reference (VORTEX_IO_NATIVE=0);

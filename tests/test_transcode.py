@@ -210,3 +210,65 @@ def test_vortex_input_errors_are_located() -> None:
     with pytest.raises(vio.TruncatedStreamError) as e:
         back.close()
     assert e.value.message_index == 1
+
+
+# -- valid Arrow that Vortex cannot carry ---------------------------------------------------
+
+_UNION = pa.table({"u": pa.UnionArray.from_sparse(pa.array([0, 1], pa.int8()),
+                                                  [pa.array([1, 2]), pa.array(["a", "b"])])})
+
+
+def test_an_uncarried_stream_is_dropped_and_the_next_one_goes_through() -> None:
+    t = pa.table({"x": [1, 2, 3]})
+    fwd = ArrowToVortex()
+    with pytest.raises(vio.UnsupportedError, match="sparse_union") as e:
+        fwd.send(_arrow_stream(_UNION) + _arrow_stream(t))
+    assert e.value.message_index == 0 and e.value.offset == 0
+    vx = fwd.send(b"")  # what the input given completed: the second stream, whole
+    fwd.close()
+    assert fwd.at_boundary and fwd.streams == 2
+    assert vio.StreamReader(vx).read_arrow().equals(t)
+
+
+def test_a_batch_that_cannot_be_carried_mid_stream() -> None:
+    # a null in a non-nullable field is valid Arrow IPC for pyarrow but not a Vortex batch
+    schema = pa.schema([pa.field("x", pa.int64(), nullable=False)])
+    good = pa.record_batch([pa.array([1, 2])], schema=schema)
+    bad = pa.record_batch([pa.array([1, None])], schema=schema)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as w:
+        w.write_batch(good)
+        w.write_batch(bad, custom_metadata={"k": "v"})
+        w.write_batch(good)
+    seen = []
+
+    def replace(error, stream_schema):
+        seen.append((type(error).__name__, stream_schema))
+        return [(pa.RecordBatch.from_pylist([], schema=stream_schema), {"error": str(error)})]
+
+    fwd = ArrowToVortex(on_unsupported=replace)
+    vx = fwd.send(sink.getvalue().to_pybytes())
+    fwd.close()
+    assert seen == [("UnsupportedError", schema)]
+    batches = list(vio.StreamReader(vx))
+    # the good batch, the replacement, and nothing of the rest of the stream
+    assert [b.num_rows for b in batches] == [2, 0]
+    assert b"column 'x': 1 null(s) in a non-nullable field" in dict(batches[1].metadata)[b"error"]
+    back = pa.ipc.open_stream(VortexToArrow().send(vx))
+    assert back.schema.equals(schema) and back.read_all().num_rows == 2
+
+
+def test_a_schema_that_cannot_be_carried_is_replaced() -> None:
+    calls = []
+
+    def replace(error, stream_schema):
+        calls.append(stream_schema)
+        return [(pa.RecordBatch.from_pylist([], schema=pa.schema([])), {"error": "union"})]
+
+    fwd = ArrowToVortex(on_unsupported=replace)
+    vx = fwd.send(_arrow_stream(_UNION))
+    fwd.close()
+    assert calls == [None]
+    with vio.StreamReader(vx) as r:
+        batches = list(r)
+    assert [(b.num_rows, dict(b.metadata)) for b in batches] == [(0, {b"error": b"union"})]

@@ -35,6 +35,7 @@ is built on them.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from ._errors import (
@@ -110,6 +111,13 @@ class _Feed:
         self.closed = True
 
 
+class _Uncarried(Exception):
+    """Carries an ``UnsupportedError`` of valid input out of a step (the transcoder goes on)."""
+
+    def __init__(self, error: UnsupportedError) -> None:
+        self.error = error
+
+
 def _pairs(md: Any) -> list[tuple[bytes, bytes]]:
     """An Arrow KeyValueMetadata's pairs, order and duplicate keys kept."""
     if not md:
@@ -130,14 +138,29 @@ class ArrowToVortex:
 
     Malformed input raises ``MalformedStreamError`` naming the Arrow message's index and
     byte offset in the input; lengths are bounded by ``limits`` (``ReaderLimits``:
-    ``max_header_bytes`` and ``max_body_bytes``) before anything is buffered for them.
+    ``max_header_bytes`` and ``max_body_bytes``) before anything is buffered for them, and
+    the transcoder is unusable after it.
+
+    Valid Arrow IPC that Vortex cannot carry (a union column) raises ``UnsupportedError``
+    (once the input given is consumed; the output it produced comes with the next
+    ``send()``) and loses the rest of that Arrow stream only: its remaining messages are
+    read and dropped, its end still ends the Vortex stream (when one was started), and the
+    next Arrow stream is transcoded as usual. ``on_unsupported(error, schema)``, if given, is
+    called instead of raising: ``schema`` is the Arrow schema of the Vortex stream already
+    started, or None when the stream's own schema failed; it returns the ``(batch,
+    metadata)`` pairs to send in place of what failed (of ``schema`` when it is not None,
+    else of any one schema that starts the stream), so the peer learns of the failure in
+    its own protocol (``vortex_io.integrations.vgi_rpc`` sends vgi-rpc's error batch).
     """
 
     def __init__(self, *, compress: Any = False, integrity: bool = False,
-                 limits: ReaderLimits | None = None) -> None:
+                 limits: ReaderLimits | None = None,
+                 on_unsupported: Callable[[UnsupportedError, Any], Any] | None = None) -> None:
         self.compress = compress
         self.integrity = bool(integrity)
         self.limits = limits or DEFAULT_LIMITS
+        self.on_unsupported = on_unsupported
+        self._skipping = False  # the rest of the current Arrow stream is dropped
         #: complete Arrow streams transcoded so far
         self.streams = 0
         self._buf = bytearray()
@@ -160,12 +183,18 @@ class ArrowToVortex:
         if self._error is not None:
             raise self._error
         self._buf += data
-        try:
-            while self._step():
-                pass
-        except VortexIPCError as e:
-            self._error = e
-            raise
+        unsupported: UnsupportedError | None = None
+        while True:
+            try:
+                if not self._step():
+                    break
+            except _Uncarried as u:
+                unsupported = unsupported or u.error
+            except VortexIPCError as e:
+                self._error = e
+                raise
+        if unsupported is not None:
+            raise unsupported  # (what was produced stays for the next send())
         return self._out.take()
 
     def close(self) -> None:
@@ -238,15 +267,33 @@ class ArrowToVortex:
         try:
             if kind == _SCHEMA:
                 self._reader = pa.ipc.open_stream(self._feed)
-                self._start(self._reader.schema)
+                schema = self._reader.schema
+                self._carry(lambda: self._start(schema), None)
             elif kind == _DICTIONARY:
                 self._pending += 1  # read by the reader with the next record batch
             else:
                 self._pending = 0
                 batch, md = self._reader.read_next_batch_with_custom_metadata()
-                self._writer.write(batch, metadata=_pairs(md))
+                if not self._skipping:
+                    self._carry(lambda: self._writer.write(batch, metadata=_pairs(md)),
+                                self._reader.schema)
         except pa.ArrowException as e:
             raise self._fail(f"{type(e).__name__}: {e}") from None
+
+    def _carry(self, step: Callable[[], Any], schema: Any) -> None:
+        """Run ``step``; valid input that Vortex cannot carry drops the rest of the stream
+        (the replacement from ``on_unsupported`` sent in its place, else the error raised)."""
+        try:
+            step()
+        except UnsupportedError as e:
+            self._skipping = True
+            e.message_index, e.offset = self._index, self._offset
+            if self.on_unsupported is None:
+                raise _Uncarried(e) from None
+            for batch, md in self.on_unsupported(e, schema):
+                if self._writer is None:
+                    self._start(batch.schema)
+                self._writer.write(batch, metadata=md)
 
     def _start(self, schema: Any) -> None:
         from ._arrow import schema_metadata_pairs
@@ -266,8 +313,10 @@ class ArrowToVortex:
         del self._buf[:size]
         self._offset += size
         self._index = 0
-        self._writer.close()
+        if self._writer is not None:
+            self._writer.close()
         self._writer = None
+        self._skipping = False
         self._reader = None
         self._feed = _Feed()
         self.streams += 1

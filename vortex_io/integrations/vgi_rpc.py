@@ -38,13 +38,27 @@ from ..transcode import ArrowToVortex, VortexToArrow
 __all__ = ["VortexTransport"]
 
 
+def _error_batches(error: Exception, schema: Any) -> list[tuple[Any, Any]]:
+    """vgi-rpc's answer to a batch that cannot be sent: its zero-row error batch (the
+    stream's schema, or none when the schema itself failed), as its server writes one for
+    a method that raised. The peer raises it as an ``RpcError``; the stream still ends, so
+    the connection stays in step."""
+    import pyarrow as pa
+    from vgi_rpc.log import Message
+    from vgi_rpc.metadata import encode_metadata
+
+    schema = schema if schema is not None else pa.schema([])
+    md = encode_metadata(Message.from_exception(error, include_traceback=False).add_to_metadata())
+    return [(pa.RecordBatch.from_pylist([], schema=schema), md)]
+
+
 class _VortexWriter(io.RawIOBase):
     """Takes the Arrow IPC that vgi-rpc writes; writes Vortex IPC to the inner writer."""
 
     def __init__(self, inner: Any, compress: Any) -> None:
         super().__init__()
         self._inner = inner
-        self._enc = ArrowToVortex(compress=compress)
+        self._enc = ArrowToVortex(compress=compress, on_unsupported=_error_batches)
 
     def writable(self) -> bool:
         return True
