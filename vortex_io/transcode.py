@@ -322,6 +322,11 @@ class ArrowToVortex:
         self.streams += 1
 
 
+#: a DType message (body, metadata, the limits it was read with) -> what _start derives
+#: from it: RPC streams repeat a few schemas
+_HEADER_CACHE: dict[Any, Any] = {}
+
+
 class VortexToArrow:
     """Vortex IPC stream bytes in, Arrow IPC stream bytes out (sans-IO).
 
@@ -419,17 +424,24 @@ class VortexToArrow:
 
         from ._ipc.reader import _stream_header, _table_fields
 
-        d, md, layout = _stream_header(first, self.limits)
-        if _table_fields(d) is None:
-            raise UnsupportedError(
-                f"an Arrow IPC stream holds record batches: the stream's dtype {d} is not a "
-                "table (a non-nullable struct)", message_index=first.index, offset=first.offset)
-        self._dtype, self._metadata, self._layout = d, md, layout
-        from ._arrow import to_arrow_schema
+        key = (first.body.tobytes(), tuple(first.header.custom_metadata.items()), self.limits)
+        hit = _HEADER_CACHE.get(key)
+        if hit is None:
+            d, md, layout = _stream_header(first, self.limits)
+            if _table_fields(d) is None:
+                raise UnsupportedError(
+                    f"an Arrow IPC stream holds record batches: the stream's dtype {d} is not a "
+                    "table (a non-nullable struct)", message_index=first.index,
+                    offset=first.offset)
+            from ._arrow import to_arrow_schema
 
-        schema = (to_arrow_schema(d) if layout is None else layout.schema())
-        schema = schema.with_metadata(md.to_arrow() if md else None)
-        self._schema = schema
+            schema = (to_arrow_schema(d) if layout is None else layout.schema())
+            schema = schema.with_metadata(md.to_arrow() if md else None)
+            hit = d, md, layout, schema
+            if len(_HEADER_CACHE) >= 256:
+                _HEADER_CACHE.clear()
+            _HEADER_CACHE[key] = hit
+        self._dtype, self._metadata, self._layout, schema = hit
         self._writer = pa.ipc.new_stream(self._out, schema)
 
     def _batch(self, m: Any) -> None:

@@ -543,6 +543,10 @@ class MessageDecoder:
         raise e
 
 
+#: serialize_array() of a zero-chunk vortex.chunked array: the end marker's body
+_EMPTY_CHUNKED: tuple[Any, Any, Any] | None = None
+
+
 class MessageEncoder:
     """Builds framed messages; tracks the stream position so bodies can be aligned.
 
@@ -616,13 +620,17 @@ class MessageEncoder:
             raise UnsupportedError(
                 f"an array message holds at most 2**32-1 rows, not {len(array)}; split it into chunks"
             )
-        encodings, buffers, root_node = serialize_array(array)
-        self.rows += len(array)
+        return self._serialized_message(serialize_array(array), len(array), md)
+
+    def _serialized_message(self, serialized: tuple[Any, Any, Any], rows: int,
+                            md: Metadata) -> list[Any]:
+        encodings, buffers, root_node = serialized
+        self.rows += rows
         if self.integrity:
             # no header padding (the record ends the header): the buffers are aligned in
             # the stream by their Buffer.padding, which needs the body's offset, so the
             # header is built first and its body_size (a u64, always written) set after
-            hdr = encode_message_header(MessageType.ARRAY, 0, row_count=len(array),
+            hdr = encode_message_header(MessageType.ARRAY, 0, row_count=rows,
                                         encodings=encodings, metadata=md,
                                         record=ig.RECORD_PLACEHOLDER)
             parts, size, _ = body_layout(buffers, root_node, self.position + 4 + len(hdr))
@@ -631,7 +639,7 @@ class MessageEncoder:
             hdr = bytes(hdr_buf)
             return self._sealed(hdr, parts, size)
         parts, size, align = body_layout(buffers, root_node)
-        hdr = encode_message_header(MessageType.ARRAY, size, row_count=len(array),
+        hdr = encode_message_header(MessageType.ARRAY, size, row_count=rows,
                                     encodings=encodings, metadata=md)
         return self._frame(hdr, parts, size, min(align, STREAM_ALIGNMENT))
 
@@ -643,10 +651,13 @@ class MessageEncoder:
         empty, array."""
         if self._dtype is None:
             raise ValueError("end_marker() before dtype_message()")
-        from ..encodings._chunked import chunked_array
-
         md = Metadata([(ig.END_KEY, ig.end_value(self.messages, self.rows))])
-        return self._array_message(chunked_array([], self._dtype), md)
+        global _EMPTY_CHUNKED
+        if _EMPTY_CHUNKED is None:  # the same for every dtype: serialized once
+            from ..encodings._chunked import chunked_array
+
+            _EMPTY_CHUNKED = serialize_array(chunked_array([], dt.int64()))
+        return self._serialized_message(_EMPTY_CHUNKED, 0, md)
 
     def buffer_message(self, data: Any, alignment_exponent: int = 0,
                        metadata: MetadataLike = None) -> list[Any]:

@@ -50,6 +50,27 @@ def _schema_pairs(d: Any) -> list[tuple[bytes, bytes]]:
     return [] if layout is None else [(SCHEMA_KEY, layout.value())]
 
 
+#: Arrow schema (serialized) -> its dtype and reserved pairs: RPC streams repeat a few schemas
+_SCHEMA_CACHE: dict[bytes, tuple[dt.DType, list[tuple[bytes, bytes]]]] = {}
+_SCHEMA_CACHE_SIZE = 256
+
+
+def _stream_dtype(d: Any, func: str) -> tuple[dt.DType, list[tuple[bytes, bytes]]]:
+    """``coerce_dtype(d)`` and ``_schema_pairs(d)``, remembered for Arrow schemas."""
+    import pyarrow as pa
+
+    if not isinstance(d, pa.Schema):
+        return coerce_dtype(d, func), _schema_pairs(d)
+    key = d.serialize().to_pybytes()
+    hit = _SCHEMA_CACHE.get(key)
+    if hit is None:
+        hit = coerce_dtype(d, func), _schema_pairs(d)
+        if len(_SCHEMA_CACHE) >= _SCHEMA_CACHE_SIZE:
+            _SCHEMA_CACHE.clear()
+        _SCHEMA_CACHE[key] = hit
+    return hit[0], list(hit[1])
+
+
 #: what ``write_ipc`` and ``StreamWriter.write`` accept as data
 DATA_ACCEPTED = ("a vortex_io.Array, Arrow data (Table, RecordBatch, Array, ChunkedArray, "
                  "RecordBatchReader), a mapping of column names to columns, a pandas or Polars "
@@ -251,7 +272,7 @@ class StreamWriter(_Compressing):
                  compress: Any = False, encodings: Mapping[str, str] | None = None,
                  integrity: bool = False, end_marker: bool = False,
                  _caller: str = "StreamWriter") -> None:
-        self.dtype = coerce_dtype(dtype, _caller)
+        self.dtype, schema_pairs = _stream_dtype(dtype, _caller)
         self.metadata = check_metadata(_caller, "metadata", metadata)
         check_type(_caller, "end_marker", end_marker, bool, "a bool")
         self.integrity = integrity
@@ -260,7 +281,7 @@ class StreamWriter(_Compressing):
         self._init_compression(compress, encodings, _caller)
         self._enc = MessageEncoder(integrity=integrity)
         # (refuses reserved keys from the user; adds the exact Arrow schema where needed)
-        first = self._enc.dtype_message(self.dtype, self.metadata, _schema_pairs(dtype))
+        first = self._enc.dtype_message(self.dtype, self.metadata, schema_pairs)
         self._sink = _Sink(sink, _caller)
         self._closed = False
         self._sink.write(first)
