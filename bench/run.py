@@ -349,6 +349,7 @@ import bench.bench_duckdb  # noqa: E402  (registers the duckdb group)
 import bench.bench_integrity as _bench_integrity  # noqa: E402, F401  (registers integrity)
 import bench.bench_inverted_index as _bench_ii  # noqa: E402, F401  (registers inverted_index)
 import bench.bench_polars  # noqa: E402, F401  (registers the polars group)
+import bench.bench_rpc as _bench_rpc  # noqa: E402, F401  (registers the rpc group)
 import bench.bench_scan as _bench_scan  # noqa: E402, F401  (registers the scan group)
 
 # -- main -----------------------------------------------------------------------------------------

@@ -75,11 +75,13 @@ class TradesImpl:
         return Stream(output_schema=trades(1).schema, state=TradesState(rows=rows))
 
 
-def serve() -> None:
-    """The worker: serve on stdin/stdout, Vortex IPC both ways, responses compressed."""
+def serve(plain: bool = False) -> None:
+    """The worker: serve on stdin/stdout, Vortex IPC both ways, responses compressed
+    (``plain``: vgi-rpc's Arrow IPC as it is, the baseline ``bench/bench_rpc.py`` compares)."""
     stdio = PipeTransport(os.fdopen(0, "rb", closefd=False),
                           os.fdopen(1, "wb", buffering=0, closefd=False))
-    RpcServer(TradesService, TradesImpl()).serve(VortexTransport(stdio, compress=True))
+    server = RpcServer(TradesService, TradesImpl())
+    server.serve(stdio if plain else VortexTransport(stdio, compress=True))
 
 
 class Counting:
@@ -115,4 +117,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    serve() if sys.argv[1:] == ["--serve"] else main()
+    if sys.argv[1:2] == ["--serve"]:
+        serve(plain=sys.argv[2:] == ["--plain"])
+    else:
+        main()

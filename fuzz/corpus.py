@@ -51,6 +51,8 @@ def _stream_of(array: vio.Array, chunks: int = 1) -> bytes:
 
 
 def _table_stream(table: pa.Table, **kw) -> bytes:
+    if kw.get("compress", True) is True:  # every batch compressed, however small
+        kw["compress"] = vio.CompressOptions(min_batch_bytes=0)
     buf = io.BytesIO()
     vio.write_ipc(buf, table, **kw)
     return buf.getvalue()

@@ -32,6 +32,8 @@ def stream_of(*arrays: vio.Array, dtype: Any = None, metadata: Any = None) -> by
 
 
 def table_stream(table: Any, **kw: Any) -> bytes:
+    if kw.get("compress", True) is True:  # every batch compressed, however small
+        kw["compress"] = vio.CompressOptions(min_batch_bytes=0)
     buf = io.BytesIO()
     vio.write_ipc(buf, table, **kw)
     return buf.getvalue()

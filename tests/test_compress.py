@@ -407,3 +407,22 @@ def test_short_children_stay_canonical():
 
 def _nodes(a: vio.Array) -> list[vio.Array]:
     return [a, *(n for c in a.children for n in _nodes(c))]
+
+
+def test_a_compressing_writer_sends_tiny_batches_canonical() -> None:
+    t = pa.table({"x": list(range(10)), "s": ["a", "b"] * 5})
+    small, big = t, pa.table({"x": list(range(5000)), "s": ["a", "b"] * 2500})
+
+    def encodings(data, **kw):
+        with vio.StreamReader(_stream_of(data, **kw)) as r:
+            return {c.encoding for b in r for c in b.array.children}
+
+    assert encodings(small, compress=True) <= {"vortex.primitive", "vortex.varbin", "vortex.varbinview"}
+    assert encodings(small, compress=vio.CompressOptions(min_batch_bytes=0)) - {"vortex.primitive"}
+    assert "vortex.primitive" not in encodings(big, compress=True)
+
+
+def _stream_of(data: pa.Table, **kw) -> bytes:
+    buf = io.BytesIO()
+    vio.write_ipc(buf, data, **kw)
+    return buf.getvalue()

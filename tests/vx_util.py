@@ -61,6 +61,8 @@ def vx_decode_to_arrow(stream: bytes) -> list:
 
 
 def our_stream(data, **kw) -> bytes:
+    if kw.get("compress", True) is True:  # every batch compressed, however small
+        kw["compress"] = vio.CompressOptions(min_batch_bytes=0)
     buf = io.BytesIO()
     vio.write_ipc(buf, data, **kw)
     return buf.getvalue()

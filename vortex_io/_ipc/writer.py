@@ -206,6 +206,7 @@ class _Compressing:
         check_type(func, "encodings", encodings, (Mapping, type(None)),
                    "a mapping of column names to an encoding ID or a list of IDs, or None")
         self._options = None if isinstance(compress, bool) else compress
+        self._min_batch_bytes = (self._options or CompressOptions()).min_batch_bytes
         self.compress = bool(compress) or bool(encodings)
         self.encodings = dict(encodings) if encodings else None
         self._session: Any = None
@@ -226,7 +227,7 @@ class _Compressing:
             yield self._enc.array_message(from_arrow(_empty_arrow(self.dtype), dtype=self.dtype), md)
 
     def _prepare(self, a: Array) -> Array:
-        if self.compress:
+        if self.compress and (self.encodings is not None or a.nbytes >= self._min_batch_bytes):
             from .._compress import CompressSession, compress
 
             if self._session is None:
