@@ -9,7 +9,6 @@ server and wrap their transport the same way.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -25,29 +24,8 @@ KINDS = ("pipe", "subprocess")
 INTEGRATION = "vortex_io.integrations.vgi_rpc"
 
 
-class IntegrationMissing(Exception):
-    """The module with ``VortexTransport`` is not there (a reason to skip, not a failure)."""
-
-
-def _integration_present() -> bool:
-    """Whether the module's file exists, found without importing ``vortex_io``.
-
-    Absence is the only thing that skips: a module that is there but fails to import is
-    an error of the vortex modes, so it is imported (and its error raised) by the caller.
-    """
-    spec = importlib.util.find_spec("vortex_io")
-    if spec is None or not spec.submodule_search_locations:
-        raise IntegrationMissing("vortex_io is not installed")
-    for root in spec.submodule_search_locations:
-        base = Path(root) / "integrations"
-        if (base / "vgi_rpc.py").is_file() or (base / "vgi_rpc" / "__init__.py").is_file():
-            return True
-    raise IntegrationMissing(f"{INTEGRATION} does not exist yet (no VortexTransport to wrap with)")
-
-
 def vortex_transport_class() -> Any:
-    """``VortexTransport``, or :class:`IntegrationMissing` when its module does not exist."""
-    _integration_present()
+    """``VortexTransport`` (an import error fails the vortex modes: they never skip)."""
     return importlib.import_module(INTEGRATION).VortexTransport
 
 

@@ -10,9 +10,7 @@ Every connection fixture is parametrized over *variants* ``KIND-MODE``:
   vgi-rpc's own runner has it.
 * MODE ``plain``: vgi-rpc's Arrow IPC as it is, the baseline; ``vortex``: both ends wrapped
   in ``VortexTransport(inner)``; ``vortex-compressed``: ``VortexTransport(inner,
-  compress=True)`` on both ends. The vortex modes skip while ``vortex_io.integrations.vgi_rpc``
-  does not exist; once it does, they run (a module that exists but fails to import fails
-  them).
+  compress=True)`` on both ends (they never skip: a failing import fails them).
 
 The suite's fixtures supplied here: ``conformance_conn``, ``conformance_raw_conn``,
 ``conformance_describe``, ``conformance_protocol_connector`` (for ``protocol_target``),
@@ -42,7 +40,7 @@ from typing import Any
 
 import pytest
 
-from ._harness import KINDS, MODES, IntegrationMissing, vortex_io_path, vortex_transport_class, wrap
+from ._harness import KINDS, MODES, vortex_io_path, wrap
 from ._harness import conformance_server as _server
 from ._harness import server_external_location as _server_external
 
@@ -66,16 +64,6 @@ def split_variant(variant: str) -> tuple[str, str]:
     if kind not in KINDS or mode not in MODES:
         raise ValueError(f"unknown transport variant {variant!r}")
     return kind, mode
-
-
-def require_mode(mode: str) -> None:
-    """Skip a vortex mode while ``VortexTransport`` does not exist."""
-    if mode == "plain":
-        return
-    try:
-        vortex_transport_class()
-    except IntegrationMissing as exc:
-        pytest.skip(f"wrapper mode {mode!r}: {exc}")
 
 
 # -- timeouts: the suite's marks, charged to the test body only -------------------------------
@@ -249,7 +237,6 @@ def client_transport(
     variant: str, workers: Workers, *, storage: str | None = None
 ) -> Iterator[Any]:
     kind, mode = split_variant(variant)
-    require_mode(mode)
     if kind == "pipe":
         external = _server_external(storage, 1) if storage is not None else None
         with pipe_transport(mode, server_external=external) as transport:
@@ -284,8 +271,6 @@ def connect(
 
 def _conn_factory(variant: str, workers: Workers) -> ConnFactory:
     from vgi_rpc.conformance import ConformanceService
-
-    require_mode(split_variant(variant)[1])
 
     def factory(on_log: Any = None) -> contextlib.AbstractContextManager[Any]:
         return connect(variant, ConformanceService, workers, on_log)
@@ -351,8 +336,6 @@ def conformance_transport_kind_probes(
     from vgi_rpc.rpc import RpcServer, _RpcProxy
 
     _, mode = split_variant(vgi_pipe_variant)
-    require_mode(mode)
-
     class _KindProbe(Protocol):
         def report_transport_kind(self) -> str: ...
 
@@ -393,7 +376,6 @@ def conformance_bytestream_external_target(
     from vgi_rpc.conformance._external_bytestream_pytest import ByteStreamExternalTarget
     from vgi_rpc.external import ExternalLocationConfig
 
-    require_mode(split_variant(vgi_variant)[1])
     configs: list[Any] = []
 
     def connect_external(on_log: Any = None) -> contextlib.AbstractContextManager[Any]:
