@@ -8,8 +8,10 @@ as Vortex IPC (compressed with ``compress=True``) and is handed back to vgi-rpc 
 Arrow IPC: exact schemas, batches and their custom metadata, zero-row batches, streams back
 to back. Each Arrow stream is one Vortex stream ending with an end marker; the reader reads
 exactly what each message needs, so nothing past a stream's end is read before vgi-rpc asks
-for it. The transcoding is ``vortex_io.transcode``'s (sans-IO); this module only moves
-bytes.
+for it. The transcoding is ``vortex_io.transcode``'s (sans-IO); this module moves bytes,
+and answers a batch Vortex cannot carry (a union column) with vgi-rpc's own error batch
+(``vgi_rpc.log.Message``, imported only then), so the peer raises an ``RpcError`` and the
+connection goes on.
 
 >>> import os, threading, pyarrow as pa
 >>> from vortex_io.integrations.vgi_rpc import VortexTransport
@@ -149,7 +151,9 @@ class VortexTransport:
     ``reader`` and takes it on ``writer``, as the inner transport did, while the bytes on
     the wire are Vortex IPC. ``compress=True`` (or a ``vortex_io.CompressOptions``)
     compresses each batch sent; either end reads both. A malformed stream from the peer
-    raises a ``vortex_io`` error (message index and byte offset) from vgi-rpc's read.
+    raises a ``vortex_io`` error (message index and byte offset) from vgi-rpc's read; a
+    batch that Vortex cannot carry is sent as vgi-rpc's error batch in its place (the rest
+    of its stream is dropped), which the peer raises as an ``RpcError``.
     """
 
     def __init__(self, inner: Any, *, compress: Any = False) -> None:
