@@ -40,6 +40,15 @@ def table_stream(table: Any, **kw: Any) -> bytes:
 
 
 def _bits(t: pa.DataType) -> pa.DataType:
+    # (map_arrow_type leaves view lists and maps whole: their floats are viewed here)
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        f = t.value_field
+        inner = f.with_type(map_arrow_type(f.type, _bits))
+        return pa.list_view(inner) if pa.types.is_list_view(t) else pa.large_list_view(inner)
+    if pa.types.is_map(t):
+        k, v = t.key_field, t.item_field
+        return pa.map_(k.with_type(map_arrow_type(k.type, _bits)),
+                       v.with_type(map_arrow_type(v.type, _bits)), t.keys_sorted)
     if pa.types.is_float16(t):
         return pa.int16()
     if pa.types.is_float32(t):
