@@ -127,8 +127,6 @@ class Batch:
     def _native_arrow(self, string_view: bool) -> Any:
         import pyarrow as pa
 
-        from .._arrow import to_arrow_schema
-
         d, limits, _ = self._ctx
         m = self._msg
         assert m is not None
@@ -139,13 +137,11 @@ class Batch:
         cols = done[0]
         if fields is None:
             return cols[0]
-        schema = to_arrow_schema(d, string_view)
-        if self._stream_metadata:
-            schema = schema.with_metadata(self._schema_metadata())
         if not fields:
             return pa.RecordBatch.from_struct_array(
                 pa.StructArray.from_arrays([], names=[]).slice(0, 0)) if m.header.row_count == 0 \
                 else pa.record_batch([pa.nulls(m.header.row_count)], names=["_"]).select([])
+        schema = _plan(d, limits).schema(string_view, self._stream_metadata)
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
     # -- the Arrow PyCapsule interface ----------------------------------------------------
@@ -224,6 +220,74 @@ def _table_fields(d: dt.DType) -> list[int] | None:
     return None
 
 
+class _Plan:
+    """What decoding the batches of one stream natively needs, worked out once: the
+    native decoder, the root fields decoded as columns, their Arrow types and schema, and
+    the known-encoding flags of each encoding table seen."""
+
+    __slots__ = ("dtype", "fields", "flags", "limits", "schemas", "stream", "types")
+
+    def __init__(self, d: dt.DType, limits: ReaderLimits) -> None:
+        self.dtype, self.limits = d, limits
+        self.stream = ng.stream(d, limits)
+        self.fields = _table_fields(d)
+        self.types: dict[bool, list[Any]] = {}
+        self.schemas: dict[tuple[bool, int], tuple[Any, Any]] = {}
+        self.flags: dict[tuple[str, ...], tuple[bool, ...]] = {}
+
+    def known_flags(self, encodings: tuple[str, ...]) -> tuple[bool, ...]:
+        """``ng.known_flags``, remembered once every encoding is known (the registry only
+        grows, so a table Python knows whole stays known)."""
+        flags = self.flags.get(encodings)
+        if flags is None:
+            flags = ng.known_flags(encodings)
+            if all(flags):
+                self.flags[encodings] = flags
+        return flags
+
+    def column_types(self, string_view: bool) -> list[Any]:
+        types = self.types.get(string_view)
+        if types is None:
+            from .._arrow import dtype_to_arrow, to_arrow_schema
+
+            if self.fields is None:
+                types = [dtype_to_arrow(self.dtype, string_view)]
+            else:  # the fields' types from the (remembered) schema
+                schema = to_arrow_schema(self.dtype, string_view)
+                types = [schema.field(i).type for i in self.fields]
+            self.types[string_view] = types
+        return types
+
+    def schema(self, string_view: bool, stream_metadata: Metadata | None) -> Any:
+        """The Arrow schema of a table's batches, with the stream's metadata."""
+        key = (string_view, id(stream_metadata))
+        hit = self.schemas.get(key)
+        if hit is None or hit[0] is not stream_metadata:
+            from .._arrow import to_arrow_schema
+
+            schema = to_arrow_schema(self.dtype, string_view)
+            if stream_metadata:
+                schema = schema.with_metadata(stream_metadata.to_arrow())
+            hit = self.schemas[key] = (stream_metadata, schema)
+        return hit[1]
+
+
+#: (id(dtype), id(limits)) -> the plan of the streams read with them (readers keep one
+#: dtype and one limits object per stream, so a lookup is one dict probe, no hashing of
+#: the dtype's tree)
+_PLANS: dict[tuple[int, int], _Plan] = {}
+_PLANS_SIZE = 256
+
+
+def _plan(d: dt.DType, limits: ReaderLimits) -> _Plan:
+    p = _PLANS.get((id(d), id(limits)))
+    if p is None or p.dtype is not d or p.limits is not limits:
+        if len(_PLANS) >= _PLANS_SIZE:
+            _PLANS.clear()
+        p = _PLANS[(id(d), id(limits))] = _Plan(d, limits)
+    return p
+
+
 def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
                    fields: list[int] | None, string_view: bool, threads: int
                    ) -> tuple[list[list[Any]], VortexIPCError | None]:
@@ -235,12 +299,11 @@ def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
     stream order, emit the columns of the messages before a failing one, then raise."""
     import pyarrow as pa
 
-    from .._arrow import dtype_to_arrow, to_arrow_schema
+    plan = _plan(d, limits)
+    types = plan.column_types(string_view)
+    if fields is not None and fields != plan.fields:
+        from .._arrow import to_arrow_schema
 
-    s = ng.stream(d, limits)
-    if fields is None:
-        types = [dtype_to_arrow(d, string_view)]
-    else:  # the fields' types from the (remembered) schema
         schema = to_arrow_schema(d, string_view)
         types = [schema.field(i).type for i in fields]
     imp = pa.Array._import_from_c_capsule
@@ -251,15 +314,16 @@ def native_columns(msgs: list[Message], d: dt.DType, limits: ReaderLimits,
         except VortexIPCError as e:
             bad, msgs = e, msgs[:j]
             break
-    res = s.decode([(m.body, m.header.row_count, m.header.encodings,
-                     ng.known_flags(m.header.encodings)) for m in msgs],
-                   fields, string_view, threads) if msgs else []
+    flags = plan.known_flags
+    res = plan.stream.decode([(m.body, m.header.row_count, m.header.encodings,
+                               flags(m.header.encodings)) for m in msgs],
+                             fields, string_view, threads) if msgs else []
     out: list[list[Any]] = []
     for m, r in zip(msgs, res):
         if r[0] == "err":
             return out, ng.error_of(r[1], r[2]).locate(message_index=m.index, offset=m.offset)
         cols = [None if c is None else imp(t.__arrow_c_schema__(), c) for c, t in zip(r[1], types)]
-        if any(c is None for c in cols):
+        if None in cols:
             try:
                 cols = _python_columns(m, d, limits, fields, cols, string_view)
             except VortexIPCError as e:
@@ -298,8 +362,9 @@ def _batch(m: Message, d: dt.DType, limits: ReaderLimits, lazy: bool, layout: An
     ``stream_metadata``: the stream's exact Arrow schema (or None) and metadata."""
     if ng.enabled():
         m.check_body()
-        r = ng.stream(d, limits).validate(
-            [(m.body, m.header.row_count, m.header.encodings, ng.known_flags(m.header.encodings))], 1)[0]
+        plan = _plan(d, limits)
+        r = plan.stream.validate(
+            [(m.body, m.header.row_count, m.header.encodings, plan.known_flags(m.header.encodings))], 1)[0]
         if r is not None:
             raise ng.error_of(r[0], r[1]).locate(message_index=m.index, offset=m.offset)
         return Batch(None, m.metadata, m.index, m.offset, m, (d, limits, lazy), layout,
