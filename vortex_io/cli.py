@@ -33,8 +33,8 @@ quietly, as it does other Unix tools. ``VORTEX_IPC_TRACEBACK=1`` shows the trace
 unexpected error (a bug).
 
 Each command reads what it shows and fails when that is not whole: ``schema`` the DType
-message (``--check``: the whole stream), ``head`` the messages its rows are in, the others
-the whole stream. Nothing is written to standard output before the input's first message
+message (``--check``: the whole stream), ``head`` about as far as its rows, the others the
+whole stream. Nothing is written to standard output before the input's first message
 and first batch have been read (``convert`` does not start a CSV or a stream it cannot go
 on with); a failure further on leaves what was written and adds the error on stderr.
 ``inspect`` and ``schema`` shorten long values to fit the terminal (``--full``: whole).
@@ -57,7 +57,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 __all__ = ["main", "convert", "inspect_stream", "format_table", "Input", "Output", "UsageError",
@@ -776,9 +776,9 @@ class _Fit:
         tail = f"… ({total})" if total else "…"
         return s[: max(room - len(tail), 4)] + tail
 
-    def name(self, s: str) -> str:
-        """A column name, a table cell or a tree label."""
-        return self.text(s, self.NAME)
+    def name(self, s: str, room: int = NAME) -> str:
+        """A column name, a table cell or a tree label (at most ``room`` columns)."""
+        return self.text(s, room)
 
     def line(self, s: str) -> str:
         """A whole line, cut at the width."""
@@ -787,7 +787,7 @@ class _Fit:
     def note(self) -> None:
         """When something was shortened: a last line saying how to see it whole."""
         if self.cut:
-            print(f"(long values shortened to fit {self.width} columns; --full shows them whole)")
+            print(self.line(f"(shortened to fit {self.width} columns: --full shows all)"))
 
 
 def _printable(s: str) -> str:
@@ -799,10 +799,10 @@ def _printable(s: str) -> str:
 
 def _terminal_width() -> int:
     """The columns a text listing fits in: the terminal's (``COLUMNS``, else standard
-    output's terminal), 100 when it is not a terminal; at least 40."""
+    output's terminal), 100 when it is not a terminal; at least 60."""
     import shutil
 
-    return max(40, shutil.get_terminal_size((100, 24)).columns)
+    return max(60, shutil.get_terminal_size((100, 24)).columns)
 
 
 def _stored_bytes(s: str) -> int:
@@ -830,9 +830,12 @@ def _print_inspect(info: dict[str, Any], fit: _Fit) -> None:
     print("dtype: " + fit.text(dtype, (fit.width or 0) - 7, f"{len(dtype):,} characters"))
     if info["metadata"]:
         _print_metadata("metadata", info["metadata"], fit)
-    names = {name: fit.name(name) for name in info["columns"]}
+    # the name column leaves the numbers (36 columns) and some encodings room
+    room = min(_Fit.NAME, max(12, (fit.width or 0) - 60))
+    names = {name: fit.name(name, room) for name in info["columns"]}
     nw = max([20, *(len(n) + 2 for n in names.values())])
-    print(f"\n{'column':<{nw}}{'encoded':>14}{'decoded':>14}{'ratio':>8}  encodings")
+    print()
+    print(fit.line(f"{'column':<{nw}}{'encoded':>14}{'decoded':>14}{'ratio':>8}  encodings"))
     for name, c in info["columns"].items():
         encs = ", ".join(f"{k} ({v})" if v > 1 else k for k, v in c["encodings"].items())
         ratio = f"{c['ratio']:.3f}" if c["ratio"] is not None else "-"
@@ -1043,13 +1046,25 @@ def format_table(t: Any, width: int = 32) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line usage errors (exit status 2) in the shape of every error."""
+    """argparse with one-line usage errors (exit status 2) in the shape of every error;
+    ``commands``: the subparsers by name."""
+
+    commands: Mapping[str, argparse.ArgumentParser]
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """As argparse's, but arguments a command does not know are that command's usage
+        mistake (``vortex-ipc head: unrecognized arguments: ...``), not the top level's."""
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            sub = self.commands.get(getattr(ns, "cmd", None) or "", self)
+            sub.error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns
 
     def error(self, message: str) -> Any:
         self.exit(2, _error_line(self.prog, None, message, usage=True) + "\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> _Parser:
     """The command line. A command is a subparser with help for each argument and
     ``set_defaults(func=...)``: a function of the parsed arguments returning the exit
     status, run by ``_run_command`` (one-line errors); ``Input`` / ``Output`` give it
@@ -1064,6 +1079,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
                    help="show the version and exit")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    p.commands = sub.choices
     fmts = ", ".join(FORMATS)
     c = sub.add_parser("convert", help="convert between Vortex IPC, Arrow IPC, Parquet and CSV",
                        description="Convert between formats, batch by batch; the output is "
@@ -1098,9 +1114,9 @@ def _parser() -> argparse.ArgumentParser:
                    "shortened to fit the terminal")
     i.set_defaults(func=_cmd_inspect)
     h = sub.add_parser("head", help="the first rows", description="Print the first rows. "
-                       "It reads only the messages they are in: it fails (exit 1) when "
-                       "those are cut or damaged, and does not notice what is wrong after "
-                       "them (verify checks a whole stream).")
+                       "It stops reading soon after the messages they are in: it fails "
+                       "(exit 1) when those are cut or damaged, and does not notice what is "
+                       "wrong further on (verify checks a whole stream).")
     h.add_argument("file", help="a Vortex IPC stream, or '-' for standard input")
     h.add_argument("-n", type=int, default=10, metavar="N", help="rows to show (default: 10)")
     h.set_defaults(func=_cmd_head)
@@ -1174,7 +1190,8 @@ def _located(e: BaseException) -> tuple[str | None, str]:
         finally:
             e.source = source
     if isinstance(e, OSError) and e.strerror:
-        return (os.fsdecode(e.filename) if e.filename is not None else None), _strerror(e)
+        named = isinstance(e.filename, (str, bytes, os.PathLike))
+        return (os.fsdecode(e.filename) if named else None), _strerror(e)
     return None, (f"unexpected error ({type(e).__name__}): {_first_line(e)} "
                   f"(VORTEX_IPC_TRACEBACK=1 shows where)")
 
