@@ -160,19 +160,24 @@ def _s(b: bytes) -> str:
         return "base64:" + base64.b64encode(b).decode()
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["inspect", "/nonexistent/file.vxipc"], "no such file"),
-    (["head", "/nonexistent/file.vxipc"], "no such file"),
-    (["convert", "/nonexistent/in.parquet", "out.vxipc"], "no such file"),
-    (["convert", "in.unknown", "out.vxipc"], "cannot tell the format"),
+@pytest.mark.parametrize("argv, status, line", [
+    (["inspect", "/nonexistent/file.vxipc"], 1,
+     "vortex-ipc inspect: /nonexistent/file.vxipc: no such file"),
+    (["head", "/nonexistent/file.vxipc"], 1, "vortex-ipc head: /nonexistent/file.vxipc: no such file"),
+    (["convert", "/nonexistent/in.parquet", "out.vxipc"], 1,
+     "vortex-ipc convert: /nonexistent/in.parquet: no such file"),
+    # a missing file is that, whatever its extension says
+    (["convert", "in.unknown", "out.vxipc"], 1, "vortex-ipc convert: in.unknown: no such file"),
+    (["convert", "junk.unknown", "out.vxipc"], 2,
+     "vortex-ipc convert: junk.unknown: cannot tell its format from its extension or first "
+     "bytes; use --from (vxipc, arrows, arrow, parquet, csv) (see vortex-ipc convert --help)"),
 ])
-def test_user_mistakes_are_one_line(argv, message):
+def test_user_mistakes_are_one_line(tmp_path, argv, status, line):
+    (tmp_path / "junk.unknown").write_bytes(b"\x00\x01")
     proc = subprocess.run([sys.executable, "-m", "vortex_io.cli", *argv], capture_output=True,
-                          text=True)
-    assert proc.returncode in (1, 2)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], proc.stderr
-    assert "Traceback" not in proc.stderr
+                          text=True, cwd=tmp_path)
+    assert proc.returncode == status
+    assert proc.stderr == line + "\n" and proc.stdout == ""
 
 
 def test_corrupt_stream_is_one_line(tmp_path):
@@ -194,3 +199,80 @@ def test_head_and_schema(tmp_path, capsys):
     assert main(["schema", str(vx)]) == 0
     out = capsys.readouterr().out
     assert "ts: timestamp[us, tz=UTC]" in out and "who: me" in out
+
+
+# -- inspect and schema shorten long values to the terminal; --full and --json keep them whole --
+
+
+@pytest.fixture
+def long_values(tmp_path):
+    """A stream whose metadata, column names and statistics are long (and one value holds
+    control characters)."""
+    name = "c" * 150
+    t = pa.table({name: pa.array(range(3000), pa.int64()),
+                  "s": pa.array(["z" * 300 + str(i % 7) for i in range(3000)])})
+    md = {"note": "line1\nline2\x1b[31m" + "y" * 3000, "big": "x" * 3072, "k" * 200: "v",
+          "bin": b"\xff" * 500}
+    path = tmp_path / "long.vxipc"
+    with vio.StreamWriter(str(path), t.schema, metadata=md, compress=True) as w:
+        w.write(t.to_batches()[0], metadata={"batch": "b" * 4000})
+    return path, name, md
+
+
+@pytest.mark.parametrize("columns", [100, 60, 150])
+def test_inspect_fits_each_line_to_the_terminal(long_values, capsys, monkeypatch, columns):
+    path, _, _ = long_values
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["inspect", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= columns, [ln for ln in lines if len(ln) > columns]
+    big = next(ln for ln in lines if ln.startswith("  big: "))
+    assert big.endswith("… (3,072 bytes)") and len(big) == columns
+    assert big == "  big: " + "x" * (columns - len("  big: … (3,072 bytes)")) + "… (3,072 bytes)"
+    # per-message metadata, a long key, a binary value, control characters shown escaped
+    assert any(ln.startswith("  batch: bbb") and ln.endswith("… (4,000 bytes)") for ln in lines)
+    assert any(ln.startswith("  kkkk") and "… (200 bytes): v" in ln for ln in lines)
+    assert any(ln.startswith("  bin: base64:") and ln.endswith("… (500 bytes)") for ln in lines)
+    note = next(ln for ln in lines if ln.startswith("  note: "))
+    assert note.startswith("  note: line1\\nline2\\x1b[31myyy") and "\x1b" not in note
+    # the dtype (it holds the long name) and the columns table
+    assert lines[1].startswith("dtype: Struct({ccc") and lines[1].endswith(" characters)")
+    assert any(ln.startswith("c" * 8) and ln.split()[0].endswith("…") for ln in lines)
+    assert lines[-1] == f"(shortened to fit {columns} columns: --full shows all)"
+
+
+def test_inspect_full_prints_every_value_whole(long_values, capsys, monkeypatch):
+    path, name, _ = long_values
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["inspect", str(path), "--full"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "  big: " + "x" * 3072 in lines
+    assert "  batch: " + "b" * 4000 in lines
+    assert "  " + "k" * 200 + ": v" in lines
+    assert f"  note: line1\\nline2\\x1b[31m{'y' * 3000}" in lines
+    assert any(ln.startswith(name + " ") for ln in lines)  # the columns table
+    assert any(f"    {name}: " in ln for ln in lines)  # the encoding tree
+    assert any("max=" + "z" * 300 + "6" in ln for ln in lines)  # statistics
+    assert "…" not in out and "--full" not in out
+
+
+def test_inspect_json_stays_whole_and_machine_readable(long_values, capsys, monkeypatch):
+    path, name, md = long_values
+    monkeypatch.setenv("COLUMNS", "60")
+    assert main(["inspect", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert dict(info["metadata"])["big"] == "x" * 3072
+    assert dict(info["metadata"])["note"] == md["note"]
+    assert info["batches"][0]["metadata"] == [["batch", "b" * 4000]]
+    assert name in info["columns"]
+
+
+def test_schema_shortens_its_metadata_as_inspect_does(long_values, capsys, monkeypatch):
+    path, _, _ = long_values
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["schema", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  big: " + "x" * (100 - len("  big: … (3,072 bytes)")) + "… (3,072 bytes)" in lines
+    assert main(["schema", str(path), "--full"]) == 0
+    assert "  big: " + "x" * 3072 in capsys.readouterr().out.splitlines()

@@ -1,5 +1,6 @@
-"""``vortex-ipc verify`` and ``convert --integrity`` (issue 17): a one-line summary and exit 0,
-or one line naming the first problem and exit 1."""
+"""``vortex-ipc verify`` and ``convert --integrity``: per file one line on stdout, ``FILE: OK,
+<summary>`` (exit 0) or ``FILE: FAILED`` with the first problem on stderr in the shape of
+every command's errors, ``vortex-ipc verify: FILE: <message>`` (exit 1)."""
 
 from __future__ import annotations
 
@@ -29,10 +30,22 @@ def files(tmp_path):
 
 
 def _one_line(capsys) -> str:
+    """The one stdout line of a verify that passed (nothing on stderr)."""
     out = capsys.readouterr()
     lines = out.out.splitlines()
-    assert len(lines) == 1 and "Traceback" not in out.err, out
+    assert len(lines) == 1 and out.err == "", out
     return lines[0]
+
+
+def _failed(capsys, path) -> str:
+    """The one stderr line of a verify of ``path`` that failed, checking its stdout line is
+    ``path: FAILED``."""
+    out = capsys.readouterr()
+    assert out.out == f"{path}: FAILED\n", out
+    lines = out.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"vortex-ipc verify: {path}: "), out
+    assert "Error" not in lines[0], lines[0]  # no exception class names
+    return lines[0].removeprefix(f"vortex-ipc verify: {path}: ")
 
 
 def test_convert_integrity_writes_a_verified_stream(files):
@@ -47,7 +60,7 @@ def test_verify_ok(files, capsys):
     assert main(["verify", str(files / "i.vxipc")]) == 0
     line = _one_line(capsys)
     # DType + 4 batches + the end marker
-    assert line == (f"{files / 'i.vxipc'}: ok, 6 messages (4 batches), 30,000 rows, "
+    assert line == (f"{files / 'i.vxipc'}: OK, 6 messages (4 batches), 30,000 rows, "
                     f"{(files / 'i.vxipc').stat().st_size:,} bytes, integrity yes "
                     "(CRC-32C per message, end marker)")
     assert main(["verify", str(files / "plain.vxipc")]) == 0
@@ -67,34 +80,43 @@ def test_verify_names_the_first_problem(files, capsys):
     assert main(["verify", str(files / "bad.vxipc")]) == 1
     (want,) = struct.unpack("<I", m.header.custom_metadata[b"vortex_io.crc32c"][4:8])
     got = vio.integrity.crc32c(bytes(bad[m.offset + 4 + m.header_size: m.offset + m.size]))
-    assert _one_line(capsys) == (
-        f"{files / 'bad.vxipc'}: FAILED: IntegrityError: body checksum mismatch: the record says "
+    assert _failed(capsys, files / "bad.vxipc") == (
+        f"body checksum mismatch: the record says "
         f"{want:#010x}, the {m.header.body_size}-byte body gives {got:#010x} "
         f"(message 2, byte offset {m.offset})")
     # a cut at a message boundary
     (files / "cut.vxipc").write_bytes(data[: msgs[-1].offset])
     assert main(["verify", str(files / "cut.vxipc")]) == 1
-    line = _one_line(capsys)
-    assert "FAILED: TruncatedStreamError: the stream carries integrity data but ends after " \
-        f"message 4 without its end marker (message 5, byte offset {msgs[-1].offset})" in line
+    assert _failed(capsys, files / "cut.vxipc") == (
+        "the stream carries integrity data but ends after message 4 without its end marker "
+        f"(message 5, byte offset {msgs[-1].offset})")
     # require_integrity
     assert main(["verify", "--require-integrity", str(files / "plain.vxipc")]) == 1
-    assert "FAILED: IntegrityError: the stream carries no integrity data" in _one_line(capsys)
+    assert _failed(capsys, files / "plain.vxipc").startswith(
+        "the stream carries no integrity data")
 
 
 def test_verify_several_files_and_exit_status(files, capsys):
     data = (files / "i.vxipc").read_bytes()
     (files / "trail.vxipc").write_bytes(data + b"\x00")
-    assert main(["verify", str(files / "i.vxipc"), str(files / "trail.vxipc")]) == 1
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith(f"{files / 'i.vxipc'}: ok,")
-    assert lines[1] == (f"{files / 'trail.vxipc'}: FAILED: IntegrityError: 1 byte(s) follow the "
-                        f"stream's end marker (message 6, byte offset {len(data)})")
+    # every file is verified, a missing one too, each with its line on stdout
+    assert main(["verify", str(files / "missing.vxipc"), str(files / "i.vxipc"),
+                 str(files / "trail.vxipc"), str(files)]) == 1
+    out = capsys.readouterr()
+    lines = out.out.splitlines()
+    assert lines[0] == f"{files / 'missing.vxipc'}: FAILED"
+    assert lines[1].startswith(f"{files / 'i.vxipc'}: OK, 6 messages")
+    assert lines[2:] == [f"{files / 'trail.vxipc'}: FAILED", f"{files}: FAILED"]
+    assert out.err.splitlines() == [
+        f"vortex-ipc verify: {files / 'missing.vxipc'}: no such file",
+        f"vortex-ipc verify: {files / 'trail.vxipc'}: 1 byte(s) follow the stream's end marker "
+        f"(message 6, byte offset {len(data)})",
+        f"vortex-ipc verify: {files}: is a directory"]
 
 
 def test_verify_usage_errors(files, capsys):
     assert main(["verify", str(files / "missing.vxipc")]) == 1
-    assert "no such file" in capsys.readouterr().err
+    assert _failed(capsys, files / "missing.vxipc") == "no such file"
     assert main(["convert", str(files / "t.parquet"), str(files / "x.csv"), "--integrity"]) == 2
     assert "--integrity applies to Vortex IPC output only" in capsys.readouterr().err
 
@@ -107,8 +129,9 @@ def test_verify_console_script(files):
     p = subprocess.run([sys.executable, "-m", "vortex_io.cli", "verify", str(files / "bad.vxipc")],
                        capture_output=True, text=True)
     assert p.returncode == 1
-    assert len(p.stdout.splitlines()) == 1 and "FAILED: IntegrityError" in p.stdout
-    assert "Traceback" not in p.stderr
+    assert p.stdout == f"{files / 'bad.vxipc'}: FAILED\n"
+    assert p.stderr.startswith(f"vortex-ipc verify: {files / 'bad.vxipc'}: body checksum mismatch")
+    assert p.stderr.count("\n") == 1
     p = subprocess.run([sys.executable, "-m", "vortex_io.cli", "verify", str(files / "i.vxipc")],
                        capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout.count("\n") == 1
@@ -133,5 +156,4 @@ def test_verify_decodes_every_batch(tmp_path, capsys):
     data[spec + 4: spec + 8] = (10_000).to_bytes(4, "little")
     (tmp_path / "b.vxipc").write_bytes(bytes(data))
     assert main(["verify", str(tmp_path / "b.vxipc")]) == 1
-    line = _one_line(capsys)
-    assert "FAILED: MalformedStreamError" in line and "message 2" in line
+    assert "(message 2, byte offset" in _failed(capsys, tmp_path / "b.vxipc")

@@ -21,9 +21,23 @@ reads pipes, FIFOs and character devices named as paths as the streams they are.
 over it when the conversion succeeded, removed when it failed (so a failed conversion
 leaves no partial file behind, nor changes an existing one).
 
-Errors are one line on stderr and exit status 1 (2 for a mistake in how the command was
-called); a closed output pipe (``| head``) ends the command quietly, as it does other Unix
-tools. ``VORTEX_IPC_TRACEBACK=1`` shows the traceback of an unexpected error.
+Every command reports a problem the same way, through ``_run_command``: one line on
+stderr, ``vortex-ipc <command>: <path>: <message>`` (the path left out when the problem
+is about none; the message of a stream error names the message index and byte offset), and
+the exit status says what kind of problem it was (``EXIT_STATUSES``): 0 success, 1 a bad,
+cut or unsupported input (a ``VortexIPCError``; a missing file, a directory) or a failed
+check, 2 a mistake in how the command was called (argparse's own, an option's value, a
+column or query the input does not have; the line ends ``(see vortex-ipc <command>
+--help)``), 130 Ctrl-C (quietly). A closed output pipe (``| head -c1``) ends the command
+quietly, as it does other Unix tools. ``VORTEX_IPC_TRACEBACK=1`` shows the traceback of an
+unexpected error (a bug).
+
+Each command reads what it shows and fails when that is not whole: ``schema`` the DType
+message (``--check``: the whole stream), ``head`` about as far as its rows, the others the
+whole stream. Nothing is written to standard output before the input's first message
+and first batch have been read (``convert`` does not start a CSV or a stream it cannot go
+on with); a failure further on leaves what was written and adds the error on stderr.
+``inspect`` and ``schema`` shorten long values to fit the terminal (``--full``: whole).
 
 A command is a subparser of ``_parser()`` with help for every argument and
 ``set_defaults(func=...)``; ``main`` runs it under ``_run_command`` (one-line errors, exit
@@ -43,7 +57,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 __all__ = ["main", "convert", "inspect_stream", "format_table", "Input", "Output", "UsageError",
@@ -59,14 +73,37 @@ _EXT = {
 #: formats whose bytes are not text (not written to a terminal)
 _BINARY = ("vxipc", "arrows", "arrow", "parquet")
 STDIO = "-"
+#: the command's name, first in every error line
+PROG = "vortex-ipc"
 
 
-class UsageError(Exception):
-    """A mistake in how the command was called (exit status 2)."""
+class _CommandLineError(Exception):
+    """An error the command reports itself: a one-line message and, when it is about one,
+    the ``path`` of the input or output it concerns (shown before the message)."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
-class CommandError(Exception):
-    """A failure the command explains in one line (exit status 1)."""
+class UsageError(_CommandLineError):
+    """A mistake in how the command was called (exit status 2): an option's value, a
+    column or a query the input does not have, a format that cannot be told.
+
+    >>> e = UsageError("cannot tell the format from its extension", path="in.dat")
+    >>> e.path, str(e)
+    ('in.dat', 'cannot tell the format from its extension')
+    """
+
+
+class CommandError(_CommandLineError):
+    """A failure the command explains in one line (exit status 1), about ``path`` when
+    given.
+
+    >>> e = CommandError("no such file", path="trades.vxipc")
+    >>> e.path, str(e)
+    ('trades.vxipc', 'no such file')
+    """
 
 
 # -- inputs and outputs: '-', pipes and FIFOs, atomic files ------------------------------------
@@ -89,11 +126,11 @@ class Input:
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            raise CommandError(f"{path}: no such file") from None
+            raise CommandError("no such file", path=path) from None
         except OSError as e:
-            raise CommandError(f"{path}: {e.strerror or e}") from None
+            raise CommandError(_strerror(e), path=path) from None
         if stat.S_ISDIR(st.st_mode):
-            raise CommandError(f"{path}: is a directory")
+            raise CommandError("is a directory", path=path)
         self.streamed = not stat.S_ISREG(st.st_mode)
         if not self.streamed:
             self.size = st.st_size
@@ -154,9 +191,9 @@ class Output:
             except FileNotFoundError:
                 pass
             except OSError as e:
-                raise CommandError(f"{path}: {e.strerror or e}") from None
+                raise CommandError(_strerror(e), path=path) from None
         if st is not None and stat.S_ISDIR(st.st_mode):
-            raise CommandError(f"{path}: is a directory")
+            raise CommandError("is a directory", path=path)
         self.streamed = self.stdout or (st is not None and not stat.S_ISREG(st.st_mode))
 
     @property
@@ -172,7 +209,7 @@ class Output:
         else:
             d = os.path.dirname(os.path.abspath(self.path))
             if not os.path.isdir(d):
-                raise CommandError(f"{self.path}: no such directory {d!r}")
+                raise CommandError(f"no such directory {d!r}", path=self.path)
             fd, self._tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.",
                                              suffix=".partial", dir=d)
             self._file = os.fdopen(fd, "wb")
@@ -234,14 +271,11 @@ def _input_format(path: str, given: str | None) -> tuple[Input, str]:
     ext = os.path.splitext(path)[1].lower()
     if ext in _EXT:
         return Input(path), _EXT[ext]
-    if path != STDIO and not os.path.exists(path):
-        raise UsageError(f"cannot tell the format of {path!r} from its extension; use --from "
-                         f"({', '.join(FORMATS)})")
-    inp = Input(path)
+    inp = Input(path)  # (a missing file: "no such file", before its format)
     fmt = _sniff(inp.peek(8))
     if fmt is None:
-        raise UsageError(f"cannot tell the format of {inp.name}; use --from "
-                         f"({', '.join(FORMATS)})")
+        raise UsageError(f"cannot tell its format from its extension or first bytes; use "
+                         f"--from ({', '.join(FORMATS)})", path=inp.name)
     return inp, fmt
 
 
@@ -252,9 +286,8 @@ def _output_format(path: str, given: str | None) -> str:
         return "vxipc"
     ext = os.path.splitext(path)[1].lower()
     if ext not in _EXT:
-        raise UsageError(
-            f"cannot tell the format of {path!r} from its extension; use --to "
-            f"({', '.join(FORMATS)})")
+        raise UsageError(f"cannot tell its format from its extension; use --to "
+                         f"({', '.join(FORMATS)})", path=path)
     return _EXT[ext]
 
 
@@ -505,10 +538,10 @@ def convert(src: str, dst: str, *, src_fmt: str | None = None, dst_fmt: str | No
                              f"output, or use --to csv")
         if not out.streamed and not inp.streamed and os.path.exists(dst) \
                 and os.path.samefile(src, dst):
-            raise UsageError(f"{dst}: the output is the input")
+            raise UsageError("the output is the input", path=dst)
         source = _read_located(inp, fi, chunk_rows)
         _check_encodings(encodings, source.schema)
-        source.batches = _batches_located(source.batches, fi, inp.name)
+        source.batches = _read_ahead(_batches_located(source.batches, fi, inp.name))
         prog = Progress(progress, source)
         try:
             with out as f:
@@ -528,7 +561,8 @@ def _read_located(inp: Input, fmt: str, batch_rows: int) -> Source:
     try:
         return _read(inp, fmt, batch_rows)
     except _ARROW_ERRORS as e:
-        raise CommandError(f"{inp.name}: not a readable {FORMAT_NAMES[fmt]}: {_first_line(e)}") from None
+        raise CommandError(f"not a readable {FORMAT_NAMES[fmt]}: {_first_line(e)}",
+                           path=inp.name) from None
 
 
 def _batches_located(batches: Batches, fmt: str, name: str) -> Batches:
@@ -536,7 +570,24 @@ def _batches_located(batches: Batches, fmt: str, name: str) -> Batches:
     try:
         yield from batches
     except _ARROW_ERRORS as e:
-        raise CommandError(f"{name}: reading the {FORMAT_NAMES[fmt]} failed: {_first_line(e)}") from None
+        raise CommandError(f"reading the {FORMAT_NAMES[fmt]} failed: {_first_line(e)}",
+                           path=name) from None
+
+
+def _read_ahead(batches: Batches) -> Batches:
+    """``batches`` with the first one read now: an input whose first batch cannot be read
+    fails before anything is written (no CSV header, no stream start on standard output).
+    A failure further on stops the output where it is (standard output keeps what was
+    written; a file output is removed)."""
+    it = iter(batches)
+    first = next(it, None)
+
+    def gen() -> Batches:
+        if first is not None:
+            yield first
+        yield from it
+
+    return gen()
 
 
 class _Unclosed:
@@ -701,76 +752,168 @@ def inspect_stream(path: str | Input) -> dict[str, Any]:
     return out
 
 
-def _print_inspect(info: dict[str, Any]) -> None:
-    print(f"{info['file']}: {info['bytes']:,} bytes, {info['rows']:,} rows in {info['chunks']} "
-          f"chunk(s), {info['messages']} messages")
-    print(f"dtype: {info['dtype']}")
+class _Fit:
+    """Shortens what the text listings (``inspect``, ``schema``) print so each line fits
+    ``width`` columns: a long value ends in ``…`` and its full length (``… (3,072
+    bytes)``). ``width=None`` (``--full``): nothing is shortened. Control characters are
+    shown escaped (``\\n``) either way, so a value is one line and cannot drive the
+    terminal. ``cut`` turns true once something was shortened."""
+
+    #: the widest a column name (a table cell, a tree label) is shown
+    NAME = 32
+
+    def __init__(self, width: int | None) -> None:
+        self.width = width
+        self.cut = False
+
+    def text(self, s: str, room: int, total: str | None = None) -> str:
+        """``s`` in at most ``room`` columns (its first 4 characters at least);
+        ``total`` names its full length after the ``…``."""
+        s = _printable(s)
+        if self.width is None or len(s) <= room:
+            return s
+        self.cut = True
+        tail = f"… ({total})" if total else "…"
+        return s[: max(room - len(tail), 4)] + tail
+
+    def name(self, s: str, room: int = NAME) -> str:
+        """A column name, a table cell or a tree label (at most ``room`` columns)."""
+        return self.text(s, room)
+
+    def line(self, s: str) -> str:
+        """A whole line, cut at the width."""
+        return self.text(s, self.width or 0)
+
+    def note(self) -> None:
+        """When something was shortened: a last line saying how to see it whole."""
+        if self.cut:
+            print(self.line(f"(shortened to fit {self.width} columns: --full shows all)"))
+
+
+def _printable(s: str) -> str:
+    """``s`` with control and other non-printable characters escaped."""
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+
+
+def _terminal_width() -> int:
+    """The columns a text listing fits in: the terminal's (``COLUMNS``, else standard
+    output's terminal), 100 when it is not a terminal; at least 60."""
+    import shutil
+
+    return max(60, shutil.get_terminal_size((100, 24)).columns)
+
+
+def _stored_bytes(s: str) -> int:
+    """The length in bytes of a metadata key or value ``_bytes_json`` gave as ``s``."""
+    if s.startswith("base64:"):
+        with contextlib.suppress(ValueError):
+            return len(base64.b64decode(s[7:], validate=True))
+    return len(s.encode("utf-8"))
+
+
+def _print_metadata(title: str, pairs: list[list[str]], fit: _Fit) -> None:
+    """``title:`` and one ``  key: value`` line per metadata pair (``_md_json``)."""
+    print(f"{title}:")
+    width = fit.width or 0
+    for k, v in pairs:
+        key = fit.text(k, max(width // 3, 24), f"{_stored_bytes(k):,} bytes")
+        value = fit.text(v, width - len(key) - 4, f"{_stored_bytes(v):,} bytes")
+        print(f"  {key}: {value}")
+
+
+def _print_inspect(info: dict[str, Any], fit: _Fit) -> None:
+    print(fit.line(f"{info['file']}: {info['bytes']:,} bytes, {info['rows']:,} rows in "
+                   f"{info['chunks']} chunk(s), {info['messages']} messages"))
+    dtype = info["dtype"]
+    print("dtype: " + fit.text(dtype, (fit.width or 0) - 7, f"{len(dtype):,} characters"))
     if info["metadata"]:
-        print("metadata: " + ", ".join(f"{k}={v}" for k, v in info["metadata"]))
-    print(f"\n{'column':<20}{'encoded':>14}{'decoded':>14}{'ratio':>8}  encodings")
+        _print_metadata("metadata", info["metadata"], fit)
+    # the name column leaves the numbers (36 columns) and some encodings room
+    room = min(_Fit.NAME, max(12, (fit.width or 0) - 60))
+    names = {name: fit.name(name, room) for name in info["columns"]}
+    nw = max([20, *(len(n) + 2 for n in names.values())])
+    print()
+    print(fit.line(f"{'column':<{nw}}{'encoded':>14}{'decoded':>14}{'ratio':>8}  encodings"))
     for name, c in info["columns"].items():
         encs = ", ".join(f"{k} ({v})" if v > 1 else k for k, v in c["encodings"].items())
         ratio = f"{c['ratio']:.3f}" if c["ratio"] is not None else "-"
-        print(f"{name:<20}{c['bytes']:>14,}{c['decoded_bytes']:>14,}{ratio:>8}  {encs}")
+        print(fit.line(f"{names[name]:<{nw}}{c['bytes']:>14,}{c['decoded_bytes']:>14,}"
+                       f"{ratio:>8}  {encs}"))
     for b in info["batches"][:1]:
         print(f"\nchunk 0 ({b['rows']:,} rows):")
-        _print_tree(b["tree"], "  ")
+        _print_tree(b["tree"], "  ", fit)
     if len(info["batches"]) > 1:
         print(f"  ... and {len(info['batches']) - 1} more chunk(s) (--json shows all)")
     with_md = [b for b in info["batches"] if b["metadata"]]
     for b in with_md[:10]:
-        print(f"batch {b['index']} metadata: " + ", ".join(f"{k}={v}" for k, v in b["metadata"]))
+        _print_metadata(f"batch {b['index']} metadata", b["metadata"], fit)
+    fit.note()
 
 
-def _print_tree(node: dict[str, Any], indent: str, label: str = "") -> None:
+def _print_tree(node: dict[str, Any], indent: str, fit: _Fit, label: str = "") -> None:
     detail = f", {node['detail']}" if "detail" in node else ""
     stats = ""
     if "stats" in node:
-        stats = "  stats: " + ", ".join(f"{k}={v}" for k, v in node["stats"].items())
-    print(f"{indent}{label}{node['encoding']}({node['dtype']}, len={node['len']}{detail}) "
-          f"{node['bytes']:,} B{stats}")
+        stats = "  stats: " + ", ".join(f"{k}={fit.name(str(v))}"
+                                         for k, v in node["stats"].items())
+    dtype = fit.text(node["dtype"], 48)
+    print(fit.line(f"{indent}{label}{node['encoding']}({dtype}, len={node['len']}{detail}) "
+                   f"{node['bytes']:,} B{stats}"))
     for name, c in node.get("children", {}).items():
-        _print_tree(c, indent + "  ", f"{name}: ")
+        _print_tree(c, indent + "  ", fit, f"{fit.name(name)}: ")
 
 
 # -- verify ---------------------------------------------------------------------------------------
 
 
-def verify_stream(path: str, *, require_integrity: bool = False) -> str:
+def _read_through(r: Any) -> tuple[int, int]:
+    """Read a ``StreamReader`` to its end, decoding every batch: (batches, rows). Raises
+    the first problem (a ``VortexIPCError``)."""
+    rows = batches = 0
+    for b in r:
+        b.to_arrow()
+        rows += b.num_rows
+        batches += 1
+    return batches, rows
+
+
+def verify_stream(path: str | Input, *, require_integrity: bool = False) -> str:
     """Check a whole stream: frame every message (verifying its checksums and the end
     marker when the stream has integrity data) and decode every batch. Returns the one-line
-    summary; raises the first problem (a ``VortexIPCError``)."""
+    summary (``<path>: OK, ...``); raises the first problem (a ``VortexIPCError``, or a
+    ``CommandError`` for a missing file or a directory)."""
     from ._ipc.reader import StreamReader
 
-    size = os.path.getsize(path)
-    rows = batches = 0
-    with StreamReader(path, require_integrity=require_integrity) as r:
-        for b in r:
-            b.to_arrow()
-            rows += b.num_rows
-            batches += 1
-        integrity = r.integrity
-        messages = r._dec.messages_decoded
+    inp = path if isinstance(path, Input) else Input(path)
+    try:
+        with StreamReader(inp.source(), require_integrity=require_integrity) as r:
+            batches, rows = _read_through(r)
+            integrity = r.integrity
+            messages = r._dec.messages_decoded
+            size = inp.size if inp.size is not None else r._dec.position
+    finally:
+        if inp is not path:
+            inp.close()
     what = ("yes (CRC-32C per message, end marker)" if integrity
             else "no (no checksums: corruption cannot be detected)")
-    return (f"{path}: ok, {messages} messages ({batches} batches), {rows:,} rows, "
+    return (f"{inp.name}: OK, {messages} messages ({batches} batches), {rows:,} rows, "
             f"{size:,} bytes, integrity {what}")
 
 
 def _verify(paths: list[str], require_integrity: bool) -> int:
-    """``verify``: one line per file on stdout; 1 if any failed."""
-    from ._errors import VortexIPCError
-
+    """``verify``: one line per file on stdout, ``<path>: OK, <summary>`` or ``<path>:
+    FAILED`` (the reason on stderr, as any command's error); 1 if any failed."""
     status = 0
     for path in paths:
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path}: no such file")
         try:
-            print(verify_stream(path, require_integrity=require_integrity))
-        except VortexIPCError as e:
-            e.source = None  # (the line names the file first)
-            print(f"{path}: FAILED: {type(e).__name__}: {e}")
-            status = 1
+            line = verify_stream(path, require_integrity=require_integrity)
+        except Exception as e:
+            status = max(status, _fail(f"{PROG} verify", e))
+            print(f"{'<stdin>' if path == STDIO else path}: FAILED")
+        else:
+            print(line)
     return status
 
 
@@ -801,7 +944,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2, sort_keys=False))
     else:
-        _print_inspect(info)
+        _print_inspect(info, _Fit(None if args.full else _terminal_width()))
     return 0
 
 
@@ -828,15 +971,23 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     inp = Input(args.file)
     try:
         with StreamReader(inp.source()) as r:
-            print(f"dtype: {r.dtype!r}")
-            print(r.schema.remove_metadata().to_string(show_schema_metadata=False))
-            if r.metadata:
-                print("metadata:")
-                for k, v in r.metadata.items():
-                    print(f"  {_bytes_json(k)}: {_bytes_json(v)}")
+            if args.check:
+                _read_through(r)
+            dtype, schema, metadata = r.dtype, r.schema, _md_json(r.metadata)
     finally:
         inp.close()
+    fit = _Fit(None if args.full else _terminal_width())
+    print(f"dtype: {dtype!r}")
+    print(schema.remove_metadata().to_string(show_schema_metadata=False))
+    if metadata:
+        _print_metadata("metadata", metadata, fit)
+    fit.note()
     return 0
+
+
+#: DuckDB's errors for a query that is wrong as written (it does not parse, or names a
+#: column, table or function there is none of): usage mistakes, exit status 2
+_QUERY_MISTAKES = ("Parser Error:", "Binder Error:", "Catalog Error:")
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
@@ -844,6 +995,7 @@ def _cmd_sql(args: argparse.Namespace) -> int:
         from .integrations.duckdb_ext import QueryError, query_file
     except ImportError:
         raise UsageError("the sql command needs duckdb: pip install 'vortex-io[duckdb]'") from None
+    from ._errors import VortexIPCError
     from ._ipc.reader import StreamReader
 
     inp = Input(args.file)
@@ -856,11 +1008,19 @@ def _cmd_sql(args: argparse.Namespace) -> int:
             with open(path, "wb") as f:
                 while chunk := inp.file().read(1 << 20):
                     f.write(chunk)
-        StreamReader(path).close()  # not a Vortex IPC stream: our error, before DuckDB's
+        try:
+            StreamReader(path).close()  # not a Vortex IPC stream: our error, before DuckDB's
+        except VortexIPCError as e:
+            e.source = inp.name
+            raise
         try:
             table = query_file(path, args.query)
         except QueryError as e:
-            raise CommandError(str(e)) from None
+            # our scan's errors name the path DuckDB read: the input's name is shown first
+            text = str(e).replace(f"({path}, ", "(").replace(f" ({path})", "")
+            if text.startswith(_QUERY_MISTAKES):
+                raise UsageError(text) from None
+            raise CommandError(text, path=inp.name if text != str(e) else None) from None
         if table is not None:
             print(format_table(table))
     return 0
@@ -886,24 +1046,40 @@ def format_table(t: Any, width: int = 32) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line usage errors (exit status 2)."""
+    """argparse with one-line usage errors (exit status 2) in the shape of every error;
+    ``commands``: the subparsers by name."""
+
+    commands: Mapping[str, argparse.ArgumentParser]
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """As argparse's, but arguments a command does not know are that command's usage
+        mistake (``vortex-ipc head: unrecognized arguments: ...``), not the top level's."""
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            sub = self.commands.get(getattr(ns, "cmd", None) or "", self)
+            sub.error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns
 
     def error(self, message: str) -> Any:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, _error_line(self.prog, None, message, usage=True) + "\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> _Parser:
     """The command line. A command is a subparser with help for each argument and
     ``set_defaults(func=...)``: a function of the parsed arguments returning the exit
     status, run by ``_run_command`` (one-line errors); ``Input`` / ``Output`` give it
     ``-``, streamed inputs and atomic outputs."""
     from . import __version__
 
-    p = _Parser(prog="vortex-ipc", description="Vortex IPC streams: convert, inspect, query. "
-                "FILE may be '-' (standard input), a pipe or a FIFO.")
+    p = _Parser(prog=PROG, description="Vortex IPC streams: convert, inspect, query. "
+                "FILE may be '-' (standard input), a pipe or a FIFO.",
+                epilog=f"Errors are one line on stderr: '{PROG} COMMAND: FILE: message'. "
+                "Exit status: " + "; ".join(f"{k} {v}" for k, v in EXIT_STATUSES.items())
+                + "; a closed output pipe ends a command quietly.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
                    help="show the version and exit")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    p.commands = sub.choices
     fmts = ", ".join(FORMATS)
     c = sub.add_parser("convert", help="convert between Vortex IPC, Arrow IPC, Parquet and CSV",
                        description="Convert between formats, batch by batch; the output is "
@@ -931,17 +1107,31 @@ def _parser() -> argparse.ArgumentParser:
                        description="Describe a Vortex IPC stream: its dtype and metadata, "
                        "each column's encodings and sizes, the first chunk's encoding tree.")
     i.add_argument("file", help="a Vortex IPC stream, or '-' for standard input")
-    i.add_argument("--json", action="store_true", help="machine-readable output (every chunk)")
+    i.add_argument("--json", action="store_true",
+                   help="machine-readable output (every chunk, values whole)")
+    i.add_argument("--full", action="store_true",
+                   help="print long values (metadata, names, statistics) whole, not "
+                   "shortened to fit the terminal")
     i.set_defaults(func=_cmd_inspect)
-    h = sub.add_parser("head", help="the first rows", description="Print the first rows "
-                       "(reads only the messages they are in).")
+    h = sub.add_parser("head", help="the first rows", description="Print the first rows. "
+                       "It stops reading soon after the messages they are in: it fails "
+                       "(exit 1) when those are cut or damaged, and does not notice what is "
+                       "wrong further on (verify checks a whole stream).")
     h.add_argument("file", help="a Vortex IPC stream, or '-' for standard input")
     h.add_argument("-n", type=int, default=10, metavar="N", help="rows to show (default: 10)")
     h.set_defaults(func=_cmd_head)
     s = sub.add_parser("schema", help="the dtype, Arrow schema and stream metadata",
-                       description="Print the stream's dtype, Arrow schema and metadata "
-                       "(reads only its first message).")
+                       description="Print the stream's dtype, Arrow schema and metadata. "
+                       "It reads only the stream's first message, the DType message, which "
+                       "holds them: it fails (exit 1) when that message is cut, damaged or "
+                       "unsupported, and succeeds whatever follows it unless --check is "
+                       "given.")
     s.add_argument("file", help="a Vortex IPC stream, or '-' for standard input")
+    s.add_argument("--check", action="store_true",
+                   help="read and decode the whole stream first: fail (exit 1, nothing "
+                   "printed) when any message is cut, damaged or unsupported")
+    s.add_argument("--full", action="store_true",
+                   help="print long metadata values whole, not shortened to fit the terminal")
     s.set_defaults(func=_cmd_schema)
     q = sub.add_parser("sql", help="run SQL with DuckDB; the stream is the table t",
                        description="Run a SQL query with DuckDB over the stream, which is the "
@@ -951,9 +1141,11 @@ def _parser() -> argparse.ArgumentParser:
     q.set_defaults(func=_cmd_sql)
     v = sub.add_parser("verify", help="check whole streams: checksums, end marker, every message",
                        description="Frame every message (checking its CRC-32C and the end "
-                       "marker when the stream has integrity data) and decode every batch; "
-                       "one line per file, exit 1 when any failed.")
-    v.add_argument("files", nargs="+", metavar="FILE", help="Vortex IPC streams")
+                       "marker when the stream has integrity data) and decode every batch. "
+                       "One line per file on stdout, 'FILE: OK, <summary>' or 'FILE: "
+                       "FAILED' (the reason on stderr); exit 1 when any failed.")
+    v.add_argument("files", nargs="+", metavar="FILE",
+                   help="Vortex IPC streams ('-' for standard input)")
     v.add_argument("--require-integrity", action="store_true",
                    help="fail streams written without integrity data")
     v.set_defaults(func=_cmd_verify)
@@ -977,16 +1169,66 @@ def _first_line(e: BaseException, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def _message(e: BaseException) -> str:
-    """The one line an error is reported as."""
+def _strerror(e: OSError) -> str:
+    """An OS error's reason, as the command's own messages are written ("permission
+    denied")."""
+    text = e.strerror or _first_line(e)
+    return text[:1].lower() + text[1:]
+
+
+def _located(e: BaseException) -> tuple[str | None, str]:
+    """What an error is reported as: the path it is about (None when it is about none) and
+    the message, one line, without that path."""
     from ._errors import VortexIPCError
 
-    if isinstance(e, (VortexIPCError, CommandError, UsageError)):
-        return _first_line(e)
+    if isinstance(e, _CommandLineError):
+        return e.path, _first_line(e)
+    if isinstance(e, VortexIPCError):
+        source, e.source = e.source, None  # named first, not in the parentheses
+        try:
+            return source, _first_line(e)
+        finally:
+            e.source = source
     if isinstance(e, OSError) and e.strerror:
-        where = e.filename if e.filename is not None else ""
-        return f"{where}: {e.strerror}" if where else e.strerror
-    return f"{type(e).__name__}: {_first_line(e)}"
+        named = isinstance(e.filename, (str, bytes, os.PathLike))
+        return (os.fsdecode(e.filename) if named else None), _strerror(e)
+    return None, (f"unexpected error ({type(e).__name__}): {_first_line(e)} "
+                  f"(VORTEX_IPC_TRACEBACK=1 shows where)")
+
+
+def _error_line(prog: str, path: str | None, message: str, *, usage: bool = False) -> str:
+    """The one shape of every error line: ``<prog>: [<path>: ]<message>``, and for a usage
+    mistake `` (see <prog> --help)``."""
+    line = f"{prog}: {path}: {message}" if path else f"{prog}: {message}"
+    return f"{line} (see {prog} --help)" if usage else line
+
+
+def _fail(prog: str, e: Exception) -> int:
+    """Report ``e`` as one line on stderr; returns the exit status it means: 2 for a usage
+    mistake, else 1. An unexpected error (not the input's, not the command line's: a bug)
+    is re-raised when ``VORTEX_IPC_TRACEBACK`` is set."""
+    from ._errors import VortexIPCError
+
+    expected = isinstance(e, (_CommandLineError, VortexIPCError, OSError))
+    if not expected and os.environ.get("VORTEX_IPC_TRACEBACK"):
+        raise e
+    path, message = _located(e)
+    usage = isinstance(e, UsageError)
+    _say(_error_line(prog, path, message, usage=usage))
+    return 2 if usage else 1
+
+
+def _say(line: str) -> None:
+    """``line`` on stderr (nothing when stderr is gone too)."""
+    try:
+        sys.stdout.flush()  # what the command printed before, then its error
+    except ValueError:  # stdout closed
+        pass
+    except OSError as e:
+        if _is_broken_pipe(e):  # the command ends quietly (``_run_command``)
+            raise
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr)
 
 
 def _is_broken_pipe(e: BaseException) -> bool:
@@ -1003,45 +1245,75 @@ def _silence_stdout() -> None:
 #: the exit status of a command whose output pipe closed (128 + SIGPIPE, as the shell shows
 #: a tool SIGPIPE ended)
 EXIT_BROKEN_PIPE = 128 + getattr(signal, "SIGPIPE", 13)
+#: the exit status of a command interrupted by Ctrl-C (128 + SIGINT)
+EXIT_INTERRUPTED = 130
+#: what every command's exit status means (``vortex-ipc --help`` shows it)
+EXIT_STATUSES = {
+    0: "success",
+    1: "a bad, cut or unsupported input (or a missing file), or a failed check",
+    2: "a mistake in how the command was called",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
 
 
 def _run_command(args: argparse.Namespace) -> int:
-    """Run the parsed command: its exit status; every error one line on stderr (1; usage
-    mistakes 2); a closed output pipe quietly ``EXIT_BROKEN_PIPE``."""
+    """Run the parsed command; its exit status. The one place a command's errors become
+    exit statuses and lines on stderr (``_fail``): 0 success, 1 a bad or unsupported input
+    or a failed check, 2 a usage mistake, 130 Ctrl-C (quietly; an output file being written
+    is removed), and a closed output pipe ends quietly (``EXIT_BROKEN_PIPE``)."""
+    prog = f"{PROG} {args.cmd}"
     try:
-        return int(args.func(args))
-    except UsageError as e:
-        _report(e)
-        return 2
+        try:
+            status = int(args.func(args))
+            sys.stdout.flush()  # a closed pipe is met here, not in the interpreter's last flush
+            return status
+        except Exception as e:
+            if _is_broken_pipe(e):
+                raise
+            return _fail(prog, e)
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as e:
-        if _is_broken_pipe(e):
-            _silence_stdout()
-            return EXIT_BROKEN_PIPE
-        if os.environ.get("VORTEX_IPC_TRACEBACK"):
+        if not _is_broken_pipe(e):
             raise
-        _report(e)
-        return 1
-
-
-def _report(e: BaseException) -> None:
-    try:
-        print(f"vortex-ipc: error: {_message(e)}", file=sys.stderr)
-    except OSError:  # stderr is gone too
-        pass
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``vortex-ipc`` console script; returns the exit status."""
-    args = _parser().parse_args(argv)
+    """Entry point of the ``vortex-ipc`` console script; returns the exit status (see
+    ``EXIT_STATUSES``; ``--help`` and argparse's usage errors raise ``SystemExit``). Errors
+    are one line on stderr, ``vortex-ipc <command>: <path>: <message>``:
+
+    >>> main(["schema", "no-such-file.vxipc"])  # stderr: ...: no-such-file.vxipc: no such file
+    1
+    """
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit:
+        try:  # --help, --version: into a closed pipe, quietly
+            sys.stdout.flush()
+        except OSError as e:
+            if not _is_broken_pipe(e):
+                raise
+            _silence_stdout()
+            return _end_by_sigpipe(argv)
+        raise
     status = _run_command(args)
-    if status == EXIT_BROKEN_PIPE and argv is None and hasattr(signal, "SIGPIPE"):
-        # end as a Unix tool does when its output pipe closes: by SIGPIPE, quietly
-        sys.stderr.flush()
+    if status == EXIT_BROKEN_PIPE:
+        return _end_by_sigpipe(argv)
+    return status
+
+
+def _end_by_sigpipe(argv: list[str] | None) -> int:
+    """End as a Unix tool does when its output pipe closes: the console script (``argv``
+    None) by SIGPIPE, quietly; in process, ``EXIT_BROKEN_PIPE``."""
+    if argv is None and hasattr(signal, "SIGPIPE"):
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGPIPE)
-    return status
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":
