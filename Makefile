@@ -1,4 +1,5 @@
-# Every target installs what it needs into .venv on first use (fresh machines included).
+# Every target installs what it needs into .venv on first use (fresh machines included);
+# make demo uses its own venv, .venv-demo, with the runtime dependencies only.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,7 +8,7 @@ FUZZ_STAMP := $(VENV)/.fuzz-stamp
 FUZZ_SECONDS ?= 600
 FUZZ_MUTATIONS ?= 10000
 
-.PHONY: native demo test test-313 bench bench-memory lint fuzz fuzz-mutations integrity-sweep fuzz-native fuzz-native-build test-asan clean
+.PHONY: native demo notebook test test-313 bench bench-memory lint fuzz fuzz-mutations integrity-sweep fuzz-native fuzz-native-build test-asan clean
 
 NATIVE_STAMP := $(VENV)/.native-stamp
 NATIVE_SRC := native/CMakeLists.txt $(wildcard native/src/*.cpp native/src/*.h)
@@ -37,8 +38,29 @@ native: $(STAMP)
 	$(PY) -c "import nanobind" 2>/dev/null || $(PY) -m pip install --quiet 'nanobind>=2.4'
 	$(PY) native/dev_build.py
 
-demo: $(NATIVE_STAMP)
-	$(PY) -m bench.demo
+# -- the demo (its own venv, VENV_DEMO: the package's runtime dependencies and the build tools,
+# none of the dev extra; the extension built in build/demo) --------------------------------------
+VENV_DEMO ?= .venv-demo
+PY_DEMO := $(VENV_DEMO)/bin/python
+DEMO_STAMP := $(VENV_DEMO)/.installed-stamp
+
+$(DEMO_STAMP): pyproject.toml $(NATIVE_SRC)
+	test -x $(PY_DEMO) || $(PYTHON) -m venv $(VENV_DEMO)
+	$(PY_DEMO) -m pip install --quiet --upgrade pip
+	$(PY_DEMO) -m pip install --quiet 'scikit-build-core>=0.10' 'nanobind>=2.4'
+	$(PY_DEMO) -m pip install --quiet --no-build-isolation -Cbuild-dir=build/demo -e .
+	touch $(DEMO_STAMP)
+
+# the demo's files go to a temporary directory it removes (make demo DEMO_ARGS='--out DIR'
+# keeps them in DIR)
+demo: $(DEMO_STAMP)
+	$(PY_DEMO) -m bench.demo $(DEMO_ARGS)
+
+# one notebook executed top to bottom in a fresh kernel (the dev venv), written with its
+# outputs to build/notebooks/: make notebook NB=notebooks/01_tour.ipynb
+NB ?= notebooks/01_tour.ipynb
+notebook: $(NATIVE_STAMP)
+	$(VENV)/bin/jupyter nbconvert --to notebook --execute $(NB) --output-dir build/notebooks
 
 lint: $(STAMP)
 	$(PY) -m ruff check vortex_io tests bench native fuzz examples
@@ -158,4 +180,4 @@ fuzz-native: $(STAMP) fuzz-native-build
 	$(PY) fuzz/run_native.py --build $(FUZZ_NATIVE_BUILD) --seconds $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
 
 clean:
-	rm -rf $(VENV) $(VENV313) $(ASAN_VENV) build *.egg-info
+	rm -rf $(VENV) $(VENV313) $(ASAN_VENV) $(VENV_DEMO) build *.egg-info

@@ -1,7 +1,10 @@
 """The demo behind `make demo`: generate a trades table, write it as a Vortex IPC stream,
-read it back, query it, and compare sizes with Arrow IPC and Parquet. Nothing is downloaded.
+read it back, query it, and compare sizes with Arrow IPC and Parquet. Nothing is downloaded,
+and it needs only the package's runtime dependencies (numpy, flatbuffers, pyarrow).
 
-Run from the repository root: `.venv/bin/python -m bench.demo [--rows N] [--out DIR]`.
+Run from the repository root: `.venv-demo/bin/python -m bench.demo [--rows N] [--out DIR]`.
+The files go to a temporary directory removed at the end (also when the demo fails), or to
+``--out DIR``, which is kept.
 """
 
 from __future__ import annotations
@@ -39,13 +42,23 @@ def _parquet_bytes(table: pa.Table) -> bytes:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--out", default=None, help="directory for the files (default: a temp dir)")
+    ap.add_argument("--out", default=None,
+                    help="directory for the files, kept (default: a temporary directory, removed "
+                         "at the end)")
     args = ap.parse_args(argv)
-    out = args.out or tempfile.mkdtemp(prefix="vortex-io-demo-")
-    os.makedirs(out, exist_ok=True)
+    if args.out is not None:
+        os.makedirs(args.out, exist_ok=True)
+        _run(args.rows, args.out)
+        print(f"\nfiles are in {args.out}")
+        return
+    with tempfile.TemporaryDirectory(prefix="vortex-io-demo-") as out:
+        _run(args.rows, out)
 
+
+def _run(rows: int, out: str) -> None:
+    """The demo, its files written to the directory ``out``."""
     t0 = time.perf_counter()
-    table = trades(args.rows)
+    table = trades(rows)
     print(f"generated trades: {table.num_rows:,} rows, {table.nbytes / 1e6:.1f} MB in memory "
           f"({time.perf_counter() - t0:.2f} s)")
     print(f"schema: {', '.join(f'{f.name}: {f.type}' for f in table.schema)}\n")
@@ -65,9 +78,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"read it back: {back.num_rows:,} rows in {t_read * 1e3:.0f} ms, identical to the input; "
           f"stream metadata {meta}\n")
 
-    first = next(iter(vio.StreamReader(path)))
-    print("encodings of the first chunk:")
-    print(first.array.tree())
+    with vio.StreamReader(path) as r:
+        first = next(iter(r))
+        print("encodings of the first chunk:")
+        print(first.array.tree())
     print()
 
     sizes = {
@@ -98,7 +112,6 @@ def main(argv: list[str] | None = None) -> None:
     n2 = s2.to_arrow().num_rows
     print(f"scan ts < first + 10 s: {n2:,} rows; {s2.stats.chunks_pruned} of {s2.stats.chunks} "
           "chunks pruned by their statistics (only their headers were read)")
-    print(f"\nfiles are in {out}")
 
 
 def _write_bytes(table: pa.Table, *, compress: bool) -> bytes:

@@ -18,6 +18,7 @@ import sys
 import threading
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -419,30 +420,82 @@ def test_changed_file_is_read_afresh(con, tmp_path) -> None:
 # -- errors ---------------------------------------------------------------------------------
 
 
+def _duckdb_error(con: Any, sql: str) -> str:
+    """The message of the error DuckDB raises for ``sql``.
+
+    DuckDB's Python package does not let an exception a Python function raised inside a
+    query propagate: the caller gets ``duckdb.InvalidInputException`` (no ``__cause__``, not a
+    ``vortex_io`` class), whose message holds the error's class name and text."""
+    with pytest.raises(duckdb.InvalidInputException) as ei:
+        con.sql(sql).fetchall()
+    e = ei.value
+    assert not isinstance(e, vio.VortexIPCError) and e.__cause__ is None
+    return str(e)
+
+
+def _direct_error(read: Any, path: Path) -> tuple[str, str]:
+    """The class name and the ``(file, message N, byte offset M)`` of the error ``read(path)``
+    raises (vortex_io's own reading)."""
+    with pytest.raises(vio.VortexIPCError) as ei:
+        read(path)
+    e = ei.value
+    assert e.source == str(path) and e.message_index is not None and e.offset is not None
+    return type(e).__name__, f"({path}, message {e.message_index}, byte offset {e.offset})"
+
+
 def test_missing_file_is_named(con, tmp_path) -> None:
     p = tmp_path / "nope.vxipc"
-    with pytest.raises(duckdb.Error, match=re.escape(str(p))) as ei:
-        con.sql(f"SELECT * FROM vortex_ipc('{p}')").fetchall()
-    assert "FileNotFoundError" in str(ei.value)
+    msg = _duckdb_error(con, f"SELECT * FROM vortex_ipc('{p}')")
+    assert msg == ("Invalid Input Error: Python exception occurred while executing the UDF: "
+                   f'FileNotFoundError: vortex_ipc: no files found that match the pattern "{p}"')
     g = tmp_path / "*.nomatch"
-    with pytest.raises(duckdb.Error, match=re.escape(str(g))):
-        con.sql(f"SELECT * FROM vortex_ipc('{g}')").fetchall()
+    msg = _duckdb_error(con, f"SELECT * FROM vortex_ipc('{g}')")
+    assert f'FileNotFoundError: vortex_ipc: no files found that match the pattern "{g}"' in msg
+    # one missing file of a list is named
+    good = tmp_path / "good.vxipc"
+    vio.write_ipc(good, TABLE)
+    msg = _duckdb_error(con, f"SELECT * FROM vortex_ipc(['{good}', '{p}'])")
+    assert f'FileNotFoundError: vortex_ipc: no files found that match the pattern "{p}"' in msg
 
 
-def test_corrupt_stream_is_named(con, tmp_path) -> None:
-    bad = tmp_path / "garbage.vxipc"
-    bad.write_bytes(b"not a vortex stream at all" * 4)
-    with pytest.raises(duckdb.Error, match=re.escape(str(bad))):
-        con.sql(f"SELECT * FROM vortex_ipc('{bad}')").fetchall()
-    # the header is fine and a later message is cut: the error comes while DuckDB reads
+def test_read_errors_keep_their_class_and_place(con, tmp_path) -> None:
+    """The vortex_io error of a truncated or malformed file reaches DuckDB's message whole:
+    its class name, its reason, and the file, message and byte offset it names."""
     good = tmp_path / "good.vxipc"
     vio.write_ipc(good, TABLE, chunk_rows=CHUNK)
     raw = good.read_bytes()
-    cut = tmp_path / "cut.vxipc"
+    garbage = tmp_path / "garbage.vxipc"
+    garbage.write_bytes(b"not a vortex stream at all" * 4)
+    cut = tmp_path / "cut.vxipc"  # a later message is cut: found from the headers, at planning
     cut.write_bytes(raw[: len(raw) * 2 // 3])
-    with pytest.raises(duckdb.Error, match=re.escape(str(cut))) as ei:
-        con.sql(f"SELECT count(*) FROM vortex_ipc('{cut}')").fetchall()
-    assert "TruncatedStreamError" in str(ei.value) or "stream ends" in str(ei.value)
+    last = vio.message_spans(good)[-1]
+    garbled = bytearray(raw)  # headers intact, a body garbled: found while DuckDB reads
+    for i in range(last.offset + last.size - 40, last.offset + last.size - 1):
+        garbled[i] ^= 0xFF
+    bad_body = tmp_path / "garbled.vxipc"
+    bad_body.write_bytes(bytes(garbled))
+    # (file, what vortex_io reads it with, the class, DuckDB's wrapping: at planning the
+    # resolver's, while reading the Arrow scan's)
+    planning = "Invalid Input Error: Python exception occurred while executing the UDF: "
+    reading = "Invalid Input Error: reading the Arrow source failed: "
+    cases = [
+        (garbage, vio.read_table, "MalformedStreamError", planning),
+        (cut, vio.read_table, "TruncatedStreamError", planning),
+        (bad_body, lambda p: vio.scan(p).to_arrow(), "MalformedStreamError", reading),
+    ]
+    many = tmp_path / "many"
+    many.mkdir()
+    vio.write_ipc(many / "a.vxipc", TABLE)
+    for path, read, cls, wrapper in cases:
+        name, where = _direct_error(read, path)
+        assert name == cls
+        msg = _duckdb_error(con, f"SELECT sum(id) FROM vortex_ipc('{path}')")
+        assert msg.startswith(f"{wrapper}{cls}: ") and msg.endswith(where), msg
+        # the same through a glob of several files, one of them bad
+        (many / "b.vxipc").write_bytes(path.read_bytes())
+        msg = _duckdb_error(con, f"SELECT sum(id) FROM vortex_ipc('{many}/*.vxipc')")
+        where_b = where.replace(str(path), str(many / "b.vxipc"))
+        assert msg.startswith(f"{wrapper}{cls}: ") and msg.endswith(where_b), msg
     # a connection stays usable after errors
     assert con.sql(f"SELECT count(*) FROM vortex_ipc('{good}')").fetchall()[0] == (N,)
 

@@ -479,6 +479,55 @@ def test_a_database_file_reopened_in_a_new_process(tmp_path) -> None:
 # -- errors: one line, no traceback -------------------------------------------------------------------
 
 
+#: vortex_ipc's named parameters and their defaults, as DuckDB lists the macro
+NAMED = {"filename": "false", "union_by_name": "false", "hive_partitioning": "NULL",
+         "hive_types": "NULL"}
+
+
+@pytest.mark.parametrize("options", [
+    *(f"{k} := {v}" for k, v in NAMED.items()),  # each one, at its default
+    "filename := true", "filename := 'f'", "union_by_name := true", "hive_partitioning := true",
+    "hive_partitioning := false", "hive_types := {'month': 'INT'}",
+    "filename := true, union_by_name := true, hive_partitioning := true, "
+    "hive_types := {'year': 'SMALLINT'}",
+    "hive_types := {'month': 'INT'}, filename := 'f', union_by_name := false",  # any order
+])
+def test_each_named_parameter_is_accepted(con, hive, options: str) -> None:
+    ours = run(con, f"SELECT * FROM vortex_ipc('{hive}/**/*.vxipc', {options})")
+    # read_parquet refuses an explicit NULL for its hive options: what it does without them
+    ref_options = "".join(f", {o}" for o in options.split(", ") if not o.endswith(":= NULL"))
+    ref = run(con, f"SELECT * FROM read_parquet('{hive}/**/*.parquet'{ref_options})")
+    assert ours == ref and ours[0] != "error"
+    assert len(ours[2]) == 600
+
+
+@pytest.mark.parametrize("options", [
+    "nope := true",
+    "binary_as_string := true",  # read_parquet's, not vortex_ipc's
+    "filenam := true",  # a misspelling
+    "filename := true, nope := 1",
+])
+def test_an_unknown_named_parameter_is_refused(con, hive, options: str) -> None:
+    """DuckDB checks a table macro's named arguments itself, before any Python code runs, and
+    its answer does not name the unknown one (read_parquet, a table function, does): it names
+    vortex_ipc and lists the parameters it takes. DuckDB's Python package offers no table
+    function that could do better (only scalar functions, macros and Arrow sources)."""
+    name = options.split(", ")[-1].split(" :=")[0]
+    with pytest.raises(duckdb.BinderException) as ei:
+        con.sql(f"SELECT * FROM vortex_ipc('{hive}/**/*.vxipc', {options})").fetchall()
+    signature = ", ".join(["source", *(f"{k} := {v}" for k, v in NAMED.items())])
+    assert str(ei.value) == (
+        "Binder Error: Macro vortex_ipc() does not support the supplied arguments. You might "
+        f"need to add explicit type casts.\nCandidate macros:\n\tvortex_ipc({signature})")
+    if name != "binary_as_string":  # read_parquet's answer, for comparison
+        with pytest.raises(duckdb.BinderException,
+                           match=f'^Binder Error: Invalid named parameter "{name}" for function '
+                                 "read_parquet"):
+            con.sql(f"SELECT * FROM read_parquet('{hive}/**/*.parquet', {options})").fetchall()
+    # the connection goes on
+    assert con.sql(f"SELECT count(*) FROM vortex_ipc('{hive}/**/*.vxipc')").fetchall() == [(600,)]
+
+
 def test_errors_are_one_line(con, tmp_path) -> None:
     good = tmp_path / "good.vxipc"
     vio.write_ipc(good, pa.table({"x": list(range(20_000))}), chunk_rows=1000)

@@ -1320,6 +1320,13 @@ def register(con: Any, *, on_scan: Callable[[Scan], None] | None = None) -> Any:
     it is stored there, and a later session calls ``register`` again before using it (on a
     read-only database the macro is made TEMPORARY: that connection only). Query results go
     to Vortex IPC with ``vortex_io.write_ipc(path, con.sql(...))`` (Arrow stream interface).
+
+    Errors about the files are ``duckdb.InvalidInputException`` (DuckDB lets no Python
+    exception through) whose one-line message ends with the ``vortex_io`` error whole:
+    ``TruncatedStreamError: stream ends inside ... (path, message 3, byte offset 973)``. An
+    unknown named parameter is refused by DuckDB's binder before the resolver runs (DuckDB
+    checks a macro's arguments itself): ``Macro vortex_ipc() does not support the supplied
+    arguments``, with the parameters it takes under ``Candidate macros:``.
     """
     check_duckdb_version()
     if not isinstance(con, duckdb.DuckDBPyConnection):
