@@ -21,10 +21,12 @@ from . import encodings as encodings
 from ._array import Array, Encoding, get_encoding, register_encoding, registered_encodings
 from ._compress import CompressOptions, compress
 from ._errors import (
+    ColumnNotFoundError,
     IntegrityError,
     LimitExceededError,
     MalformedStreamError,
     TruncatedStreamError,
+    TypeMismatchError,
     UnsupportedError,
     VortexIPCError,
 )
@@ -55,6 +57,7 @@ __all__ = [
     "AsyncStreamReader",
     "AsyncStreamWriter",
     "Batch",
+    "ColumnNotFoundError",
     "Encoding",
     "IntegrityError",
     "LimitExceededError",
@@ -69,6 +72,7 @@ __all__ = [
     "StreamReader",
     "StreamWriter",
     "TruncatedStreamError",
+    "TypeMismatchError",
     "UnsupportedError",
     "VortexIPCError",
     "array",

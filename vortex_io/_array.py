@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import numpy as np
 
 from . import dtype as dt
-from ._errors import LimitExceededError, MalformedStreamError, UnsupportedError
+from ._errors import ColumnNotFoundError, LimitExceededError, MalformedStreamError, UnsupportedError
 from ._limits import DEFAULT_LIMITS, ReaderLimits
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -374,9 +374,12 @@ class Array:
 
     # -- navigation ------------------------------------------------------------------
     def field(self, name: str) -> Array:
-        """A field of a struct array (without the struct's own validity)."""
+        """A field of a struct array (without the struct's own validity);
+        ``vortex_io.ColumnNotFoundError`` (a ``KeyError``) for a name it does not have."""
         if not isinstance(self.dtype, dt.Struct):
             raise TypeError(f"field() needs a struct array, not {self.dtype!r}")
+        if name not in self.dtype.names:
+            raise ColumnNotFoundError(name, self.dtype.names)
         return self._enc.struct_field(self, name)
 
     def slice(self, start: int, stop: int) -> Array:

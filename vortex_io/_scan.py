@@ -37,6 +37,7 @@ from ._arrow import arrow_take
 from ._arrow_schema import restore_array, restore_batch, same_schema
 from ._check import check_int, check_names, check_source, check_type, describe
 from ._errors import (
+    ColumnNotFoundError,
     LimitExceededError,
     MalformedStreamError,
     TruncatedStreamError,
@@ -370,7 +371,7 @@ def _schema_of(d: dt.DType, columns: Sequence[str] | None, metadata: Any = None,
     fields = []
     for n in columns:
         if n not in d.names:
-            raise KeyError(f"no column {n!r}; columns are {list(d.names)}")
+            raise ColumnNotFoundError(n, d.names)
         fields.append(full.field(d.names.index(n)))
     return pa.schema(fields, metadata=md)
 
@@ -385,7 +386,7 @@ def _dictionary_schema(schema: Any, d: dt.DType, names: Sequence[str]) -> Any:
         raise ValueError("read_dictionary needs a stream of struct (table) dtype")
     for n in names:
         if n not in d.names:
-            raise KeyError(f"read_dictionary: no column {n!r}; columns are {list(d.names)}")
+            raise ColumnNotFoundError(n, d.names, context="read_dictionary")
         if not isinstance(d.field(n), (dt.Utf8, dt.Binary)):
             raise TypeError(f"read_dictionary: column {n!r} is {d.field(n)!r}; only string and "
                             "binary columns read as dictionaries")

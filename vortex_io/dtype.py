@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import MalformedStreamError, UnsupportedError
+from ._errors import ColumnNotFoundError, MalformedStreamError, UnsupportedError
 
 __all__ = [
     "PType",
@@ -293,10 +293,12 @@ class Struct(DType):
         object.__setattr__(self, "dtypes", dtypes)
 
     def field(self, name: str) -> DType:
+        """The dtype of the field ``name`` (``vortex_io.ColumnNotFoundError``, a
+        ``KeyError``, for a name the struct does not have)."""
         try:
             return self.dtypes[self.names.index(name)]
         except ValueError:
-            raise KeyError(name) from None
+            raise ColumnNotFoundError(name, self.names) from None
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{n}: {d!r}" for n, d in zip(self.names, self.dtypes))

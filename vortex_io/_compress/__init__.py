@@ -29,7 +29,7 @@ from typing import Any, cast
 
 from .. import dtype as dt
 from .._array import Array
-from .._errors import UnsupportedError, VortexIPCError
+from .._errors import ColumnNotFoundError, UnsupportedError, VortexIPCError
 from ..encodings._scheme import named_scheme
 from .compressor import CompressOptions, CompressSession, compress_array, scheme_names
 
@@ -86,9 +86,9 @@ def compress(array: Array, *, encodings: Mapping[str, Any] | None = None,
     if encodings:
         if not isinstance(array.dtype, dt.Struct) or array.encoding != "vortex.struct":
             raise ValueError("per-column encodings need a table (struct) stream")
-        unknown = set(encodings) - set(array.dtype.names)
-        if unknown:
-            raise KeyError(f"encodings name unknown columns {sorted(unknown)}")
+        for name in encodings:
+            if name not in array.dtype.names:
+                raise ColumnNotFoundError(name, array.dtype.names, context="encodings")
         for name, spec in encodings.items():
             if isinstance(spec, str):
                 encoder_for(spec)  # fail early on an unknown ID

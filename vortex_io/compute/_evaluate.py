@@ -8,9 +8,9 @@ import numpy as np
 
 from .. import dtype as dt
 from .._array import Array
+from .._errors import ColumnNotFoundError, TypeMismatchError
 from ._expr import And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 from ._kernels import (
-    LiteralError,
     Mask,
     arrow_bool_to_mask,
     coerce_literal,
@@ -30,30 +30,52 @@ def _field(batch: Array, name: str) -> Array:
     if not isinstance(batch.dtype, dt.Struct):
         raise TypeError(f"column references need a struct array, not {batch.dtype!r}")
     if name not in batch.dtype.names:
-        raise KeyError(f"no column {name!r}; columns are {list(batch.dtype.names)}")
+        raise ColumnNotFoundError(name, batch.dtype.names)
     return batch.field(name)
 
 
+def _literal(d: dt.DType, value: Any, column: str) -> Any:
+    """``coerce_literal(d, value)``, its error naming ``column``."""
+    try:
+        return coerce_literal(d, value)
+    except TypeMismatchError as e:
+        raise e.name_column(column) from None
+
+
 def check_expr(e: Expr, d: dt.DType) -> None:
-    """Raise (KeyError/TypeError) early if ``e`` cannot be evaluated against dtype ``d``."""
+    """Raise early if ``e`` cannot be evaluated against dtype ``d``: a column ``d`` does not
+    have (``vortex_io.ColumnNotFoundError``, a ``KeyError``), a literal a column cannot be
+    compared with (``vortex_io.TypeMismatchError``, a ``TypeError``).
+
+    >>> import vortex_io as vio
+    >>> from vortex_io.expr import col
+    >>> d = vio.dtype.Struct(["x"], [vio.dtype.int64()])
+    >>> check_expr(col("y") > 1, d)
+    Traceback (most recent call last):
+    ...
+    vortex_io.ColumnNotFoundError: no column 'y'; columns are ['x']
+    >>> check_expr(col("x") == "a", d)
+    Traceback (most recent call last):
+    ...
+    vortex_io.TypeMismatchError: cannot compare column 'x' (i64) with 'a' (str)
+    """
     if isinstance(e, Column):
         if not isinstance(d, dt.Struct) or e.name not in d.names:
-            names = list(d.names) if isinstance(d, dt.Struct) else []
-            raise KeyError(f"no column {e.name!r}; columns are {names}")
+            raise ColumnNotFoundError(e.name, d.names if isinstance(d, dt.Struct) else ())
         return
     if isinstance(e, Compare):
         _, left, right = e.normalized()
         check_expr(left, d)
         check_expr(right, d)
         if isinstance(left, Column) and isinstance(right, Literal) and right.value is not None:
-            coerce_literal(cast(dt.Struct, d).field(left.name), right.value)
+            _literal(cast(dt.Struct, d).field(left.name), right.value, left.name)
         return
     if isinstance(e, IsIn) and isinstance(e.child, Column):
         check_expr(e.child, d)
         fd = cast(dt.Struct, d).field(e.child.name)
         for v in e.values:
             if v is not None:
-                coerce_literal(fd, v)
+                _literal(fd, v, e.child.name)
         return
     for c in e.children():
         check_expr(c, d)
@@ -90,7 +112,10 @@ def evaluate_mask(e: Expr, batch: Array) -> Mask:
         if isinstance(left, Column) and isinstance(right, Literal):
             if right.value is None:
                 return mask_const(n, None)
-            return compare_mask(_field(batch, left.name), right.value, op)
+            try:
+                return compare_mask(_field(batch, left.name), right.value, op)
+            except TypeMismatchError as exc:
+                raise exc.name_column(left.name) from None
         return _arrow_eval(e, batch)
     if isinstance(e, And):
         a = evaluate_mask(e.left, batch)
@@ -103,7 +128,10 @@ def evaluate_mask(e: Expr, batch: Array) -> Mask:
         return mask_not(evaluate_mask(e.child, batch))
     if isinstance(e, IsIn):
         if isinstance(e.child, Column):
-            return is_in_mask(_field(batch, e.child.name), e.values)
+            try:
+                return is_in_mask(_field(batch, e.child.name), e.values)
+            except TypeMismatchError as exc:
+                raise exc.name_column(e.child.name) from None
         return _arrow_eval(e, batch)
     if isinstance(e, IsNull):
         if isinstance(e.child, Column):
@@ -178,7 +206,7 @@ def can_skip(e: Expr, batch: Array) -> bool:
     """True when statistics prove that no row of ``batch`` satisfies ``e``."""
     try:
         return _skip(e, batch)
-    except (LiteralError, KeyError, TypeError, ValueError, ArithmeticError):
+    except (KeyError, TypeError, ValueError, ArithmeticError):
         return False
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import dtype as dt
 from .._array import Array, arrow_hook
+from .._errors import TypeMismatchError
 
 __all__ = [
     "Mask",
@@ -57,10 +58,6 @@ Mask = tuple[np.ndarray, "np.ndarray | None"]
 
 _PC_OPS = {"eq": "equal", "neq": "not_equal", "lt": "less", "lte": "less_equal",
            "gt": "greater", "gte": "greater_equal"}
-
-
-class LiteralError(TypeError):
-    """A literal cannot be compared with a column of the given dtype."""
 
 
 # -- masks ----------------------------------------------------------------------------------
@@ -135,12 +132,15 @@ def coerce_literal(d: dt.DType, value: Any) -> Any:
     """``value`` in the storage domain of dtype ``d``: ints for integers, decimals
     (unscaled) and datetimes (epoch units); float; str; bytes; bool.
 
-    Raises ``TypeError`` (``LiteralError``) when the literal cannot be compared with ``d``.
+    Raises ``vortex_io.TypeMismatchError`` (a ``TypeError``; its ``column`` None: the
+    caller that knows the column's name gives it) when the literal cannot be compared with
+    ``d``.
     Numeric literals outside an integer type's range, and non-integral floats against
     integers, are kept as they are (the comparison kernels handle them exactly).
     """
     if value is None:
-        raise LiteralError("comparing with null is always null: use is_null() / is_not_null()")
+        raise TypeMismatchError(None, d, value, detail="comparing with null is always null: "
+                                "use is_null() / is_not_null()")
     if isinstance(d, dt.Extension) and d.is_temporal:
         import pyarrow as pa
 
@@ -151,15 +151,15 @@ def coerce_literal(d: dt.DType, value: Any) -> Any:
             s = pa.scalar(value, type=t) if not isinstance(value, pa.Scalar) else value.cast(t)
             return s.cast(d.storage.to_arrow()).as_py()
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
-            raise LiteralError(f"cannot compare {d!r} with {value!r}: {e}") from None
+            raise TypeMismatchError(None, d, value, detail=str(e)) from None
     s = _storage(d)
     if isinstance(s, dt.Bool):
         if isinstance(value, (bool, np.bool_)):
             return bool(value)
-        raise LiteralError(f"cannot compare a bool column with {value!r}")
+        raise TypeMismatchError(None, d, value)
     if isinstance(s, dt.Primitive):
         if isinstance(value, (bool, np.bool_)):
-            raise LiteralError(f"cannot compare {d!r} with a bool")
+            raise TypeMismatchError(None, d, value)
         if isinstance(value, (int, np.integer)):
             return int(value)
         if isinstance(value, (float, np.floating, _decimal.Decimal)):
@@ -167,27 +167,28 @@ def coerce_literal(d: dt.DType, value: Any) -> Any:
             if s.ptype.is_int and f.is_integer():
                 return int(f)
             return f
-        raise LiteralError(f"cannot compare {d!r} with {type(value).__name__} {value!r}")
+        raise TypeMismatchError(None, d, value)
     if isinstance(s, dt.Decimal):
         if isinstance(value, (bool, np.bool_)) or not isinstance(
                 value, (int, float, np.integer, np.floating, _decimal.Decimal, str)):
-            raise LiteralError(f"cannot compare {d!r} with {value!r}")
+            raise TypeMismatchError(None, d, value)
         try:
             dv = _decimal.Decimal(str(value)) if not isinstance(value, _decimal.Decimal) else value
         except _decimal.InvalidOperation:
-            raise LiteralError(f"cannot compare {d!r} with {value!r}") from None
+            raise TypeMismatchError(None, d, value) from None
         return dv  # exact Decimal; kernels scale it
     if isinstance(s, dt.Utf8):
         if isinstance(value, str):
             return value
-        raise LiteralError(f"cannot compare a string column with {type(value).__name__} {value!r}")
+        raise TypeMismatchError(None, d, value)
     if isinstance(s, dt.Binary):
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)
         if isinstance(value, str):
             return value.encode("utf-8")
-        raise LiteralError(f"cannot compare a binary column with {value!r}")
-    raise LiteralError(f"comparisons on {d!r} columns are not supported")
+        raise TypeMismatchError(None, d, value)
+    raise TypeMismatchError(None, d, value, detail="comparisons on columns of this dtype are not "
+                            "supported")
 
 
 def int_range_shortcut(ptype: dt.PType, value: Any, op: str) -> tuple[str, Any] | bool:

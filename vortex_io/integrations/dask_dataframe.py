@@ -37,7 +37,7 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
 
 import pyarrow as pa
 
-from .._errors import VortexIPCError
+from .._errors import ColumnNotFoundError, VortexIPCError
 from .._limits import ReaderLimits
 from .._scan import scan
 from ..compute._expr import Expr
@@ -108,7 +108,7 @@ def read_vortex_ipc(paths: Any, *, columns: Sequence[str] | None = None,
     if columns is not None:
         for c in columns:
             if c not in schema.names:
-                raise KeyError(f"no column {c!r}; columns are {schema.names}")
+                raise ColumnNotFoundError(c, schema.names)
         meta = meta[list(columns)]
     pieces: list[Piece | str]
     if blocksize is None:

@@ -58,7 +58,7 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
 import numpy as np
 import pyarrow as pa
 
-from .._errors import VortexIPCError
+from .._errors import ColumnNotFoundError, VortexIPCError
 from .._limits import ReaderLimits
 from .._metadata import MetadataLike
 from .._scan import Scan, scan
@@ -277,7 +277,7 @@ class VortexIPCDatasource(Datasource):
                 raise TypeError("columns takes a sequence of column names, not a str")
             for c in columns:
                 if c not in self._schema.names:
-                    raise KeyError(f"no column {c!r}; columns are {self._schema.names}")
+                    raise ColumnNotFoundError(c, self._schema.names)
         self._projection_map: dict[str, str] | None = (
             None if columns is None else {c: c for c in columns})
         self._filter = filter          # the caller's vortex_io filter
