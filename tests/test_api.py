@@ -264,6 +264,27 @@ def test_stream_writer_sinks(tmp_path):
     assert vio.read_ipc(p).to_arrow().to_pylist() == TABLE.to_pylist()
 
 
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_writing_leaves_no_reference_cycles(compress):
+    """A message's buffers are freed when it is written, not when the cycle collector next
+    runs (a cycle per message kept every batch written since the last collection alive: a
+    canonical stream of 20M rows grew the process by 190 MB)."""
+    import gc
+
+    t = pa.table({"a": np.arange(5000), "s": pa.array(np.array(["x", "yy"])[np.arange(5000) % 2])})
+    with vio.StreamWriter(io.BytesIO(), t.schema, compress=compress) as w:
+        w.write(t)  # (first-use caches)
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(5):
+                w.write(t)
+            assert gc.collect() == 0
+        finally:
+            gc.enable()
+
+
 # -- read_ipc / write_ipc / StreamReader ----------------------------------------------
 
 

@@ -399,26 +399,29 @@ def serialize_array(array: Array) -> tuple[list[str], list[tuple[np.ndarray, int
     buffers, then each child subtree), as the reference writer does.
     """
     encodings: list[str] = []
-    enc_index: dict[str, int] = {}
     buffers: list[tuple[np.ndarray, int]] = []
-
-    def visit(a: Array) -> FlatNode:
-        ei = enc_index.get(a.encoding)
-        if ei is None:
-            ei = enc_index[a.encoding] = len(encodings)
-            encodings.append(a.encoding)
-        aligns = a.vtable.buffer_alignments(a)
-        idx = []
-        for b, al in zip(a.buffers, aligns):
-            idx.append(len(buffers))
-            buffers.append((np.asarray(b, dtype=np.uint8).reshape(-1), al))
-        kids = [visit(c) for c in a.children]
-        return FlatNode(ei, a.metadata, idx, kids, a._stats)
-
-    root_node = visit(array)
+    # (a module-level function, not a recursive closure: a closure that calls itself is a
+    # reference cycle, which would keep every buffer until the cycle collector runs)
+    root_node = _flatten(array, encodings, {}, buffers)
     if len(buffers) > 65_535:
         raise UnsupportedError(f"an array message holds at most 65535 buffers, not {len(buffers)}")
     return encodings, buffers, root_node
+
+
+def _flatten(a: Array, encodings: list[str], enc_index: dict[str, int],
+             buffers: list[tuple[np.ndarray, int]]) -> FlatNode:
+    """``serialize_array``'s walk: ``a``'s node, its encoding and buffers appended."""
+    ei = enc_index.get(a.encoding)
+    if ei is None:
+        ei = enc_index[a.encoding] = len(encodings)
+        encodings.append(a.encoding)
+    aligns = a.vtable.buffer_alignments(a)
+    idx = []
+    for b, al in zip(a.buffers, aligns):
+        idx.append(len(buffers))
+        buffers.append((np.asarray(b, dtype=np.uint8).reshape(-1), al))
+    kids = [_flatten(c, encodings, enc_index, buffers) for c in a.children]
+    return FlatNode(ei, a.metadata, idx, kids, a._stats)
 
 
 def array_body_parts(array: Array) -> tuple[list[str], list[Any], int, int]:

@@ -517,29 +517,32 @@ def encode_array_fb(root_node: FlatNode, buffers: Sequence[tuple[int, int, int]]
     return encode_array_fb_py(root_node, buffers)
 
 
+def _fb_node(b: flatbuffers.Builder, n: FlatNode) -> int:
+    """``encode_array_fb_py``'s walk: the ArrayNode table of ``n`` and its children."""
+    kids = [_fb_node(b, c) for c in n.children]
+    kv = _offset_vector(b, kids)
+    meta = b.CreateByteVector(n.metadata)
+    b.StartVector(2, len(n.buffers), 2)
+    for i in reversed(n.buffers):
+        b.PrependUint16(i)
+    bv = b.EndVector()
+    st = _write_stats(b, n.stats) if n.stats is not None else None
+    b.StartObject(5)
+    if st is not None:
+        b.PrependUOffsetTRelativeSlot(4, st, 0)
+    b.PrependUOffsetTRelativeSlot(3, bv, 0)
+    b.PrependUOffsetTRelativeSlot(2, kv, 0)
+    b.PrependUOffsetTRelativeSlot(1, meta, 0)
+    b.PrependUint16Slot(0, n.encoding, 0)
+    return b.EndObject()
+
+
 def encode_array_fb_py(root_node: FlatNode, buffers: Sequence[tuple[int, int, int]]) -> bytes:
     """``encode_array_fb`` in Python (the reference of the native builder)."""
     b = flatbuffers.Builder(1024)
 
-    def node(n: FlatNode) -> int:
-        kids = [node(c) for c in n.children]
-        kv = _offset_vector(b, kids)
-        meta = b.CreateByteVector(n.metadata)
-        b.StartVector(2, len(n.buffers), 2)
-        for i in reversed(n.buffers):
-            b.PrependUint16(i)
-        bv = b.EndVector()
-        st = _write_stats(b, n.stats) if n.stats is not None else None
-        b.StartObject(5)
-        if st is not None:
-            b.PrependUOffsetTRelativeSlot(4, st, 0)
-        b.PrependUOffsetTRelativeSlot(3, bv, 0)
-        b.PrependUOffsetTRelativeSlot(2, kv, 0)
-        b.PrependUOffsetTRelativeSlot(1, meta, 0)
-        b.PrependUint16Slot(0, n.encoding, 0)
-        return b.EndObject()
-
-    r = node(root_node)
+    # (a module-level function, not a recursive closure: that would be a reference cycle)
+    r = _fb_node(b, root_node)
     b.StartVector(8, len(buffers), 4)
     for padding, align, length in reversed(buffers):
         b.Prep(4, 8)
