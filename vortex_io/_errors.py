@@ -153,7 +153,7 @@ class TypeMismatchError(VortexIPCError, TypeError):
     more is known (None, or why a conversion failed). Also a ``TypeError``.
 
     >>> from vortex_io import dtype
-    >>> e = TypeMismatchError("name", dtype.utf8(), 3)
+    >>> e = TypeMismatchError("name", dtype.Utf8(), 3)
     >>> str(e)
     "cannot compare column 'name' (utf8) with 3 (int)"
     >>> isinstance(e, TypeError), isinstance(e, VortexIPCError)
