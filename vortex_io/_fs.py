@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["is_url", "is_file_url", "is_remote", "local_path", "file_url_path", "check_storage_options", "open_url",
-           "has_glob", "glob_url", "RangedReads", "FIRST_READ", "MAX_READ", "SPAN_READ"]
+           "has_glob", "glob_url", "list_url_directory", "RangedReads", "FIRST_READ", "MAX_READ", "SPAN_READ"]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 
@@ -167,6 +167,25 @@ def glob_url(pattern: str, storage_options: Mapping[str, Any] | None = None) -> 
         out.append(m if is_url(m) else f"{scheme}://{m}")
     if not out:
         raise FileNotFoundError(f"no files match {pattern!r}")
+    return sorted(out)
+
+
+def list_url_directory(url: str, storage_options: Mapping[str, Any] | None = None, *,
+                       suffix: str, hidden: Any) -> list[str]:
+    """The files below the directory URL ``url`` whose names end with ``suffix``, at any
+    depth, sorted, with the URL's scheme; a path component for which ``hidden(name)`` is
+    true is skipped. None raises ``FileNotFoundError``."""
+    fs, path = _filesystem(url, storage_options)
+    scheme = url.split("://", 1)[0]
+    root = path.rstrip("/")
+    out = []
+    for m in fs.find(root):
+        rel = m[len(root):].lstrip("/") if m.startswith(root) else m
+        if not m.endswith(suffix) or any(hidden(c) for c in rel.split("/")):
+            continue
+        out.append(m if is_url(m) else f"{scheme}://{m}")
+    if not out:
+        raise FileNotFoundError(f"no {suffix} files in the directory {url!r}")
     return sorted(out)
 
 

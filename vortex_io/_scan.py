@@ -23,7 +23,7 @@ import glob as _glob
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,7 @@ from ._errors import (
     TruncatedStreamError,
     VortexIPCError,
 )
+from ._hive import Partitions, partitions
 from ._ipc.messages import check_message_rows
 from ._ipc.reader import StreamReader
 from ._ipc.schema import MessageType, decode_message_header
@@ -62,6 +63,8 @@ class ScanStats:
     the scan materialized: decoded columns and the selected rows it gathered."""
 
     sources: int = 0
+    #: sources not read: their hive partitions rule out every row
+    files_pruned: int = 0
     chunks: int = 0
     chunks_pruned: int = 0
     rows_scanned: int = 0
@@ -297,14 +300,69 @@ def _range_of(group: Sequence[MessageSpan]) -> MessageRange:
                         rows=sum(s.rows for s in group), size=sum(s.size for s in group))
 
 
+#: a directory source stands for its files whose names end with this, at any depth
+DIRECTORY_SUFFIX = ".vxipc"
+
+
+def _hidden(name: str) -> bool:
+    """Names a directory listing skips (``.``/``_`` prefixed: ``_SUCCESS``, ``.tmp``), as
+    pyarrow datasets and Spark skip them."""
+    return name.startswith((".", "_"))
+
+
+def _directory_files(path: str) -> list[str]:
+    """The ``*.vxipc`` files below the local directory ``path``, sorted; hidden names (and
+    what is below them) skipped. None raises ``FileNotFoundError``."""
+    out: list[str] = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if not _hidden(d)]
+        out.extend(os.path.join(root, f) for f in files
+                   if f.endswith(DIRECTORY_SUFFIX) and not _hidden(f))
+    if not out:
+        raise FileNotFoundError(f"no {DIRECTORY_SUFFIX} files in the directory {path!r}")
+    return sorted(out)
+
+
+def _expand(source: Any, storage_options: dict[str, Any] | None) -> list[tuple[Any, str | None]]:
+    """``expand_sources`` with, for each file, the directory it was found in (None for a
+    source naming it, or found by a glob): where its hive partitions start."""
+    if isinstance(source, (list, tuple)):
+        out: list[tuple[Any, str | None]] = []
+        for s in source:
+            out.extend(_expand(s, storage_options))
+        return out
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if not isinstance(source, str):
+        return [(source, None)]
+    if _fs.is_remote(source):
+        if _fs.has_glob(source):
+            return [(u, None) for u in _fs.glob_url(source, storage_options)]
+        if source.endswith("/"):
+            return [(u, source) for u in _fs.list_url_directory(
+                source, storage_options, suffix=DIRECTORY_SUFFIX, hidden=_hidden)]
+        return [(source, None)]
+    path = _fs.file_url_path(source) if _fs.is_file_url(source) else source
+    if os.path.isdir(path):
+        return [(f, path) for f in _directory_files(path)]
+    if _fs.has_glob(path) and not os.path.exists(path):  # a file named br[1].vxipc is that file
+        matches = sorted(m for m in _glob.glob(path, recursive=True) if not os.path.isdir(m))
+        if not matches:
+            raise FileNotFoundError(f"no files match {path!r}")
+        return [(m, None) for m in matches]
+    return [(source, None)]  # (a file:// URL as given: errors name it)
+
+
 def expand_sources(source: Any, *, storage_options: dict[str, Any] | None = None
                    ) -> list[Any]:
-    """A list of sources: a list/tuple as given, a glob pattern expanded (sorted), or one
-    source. A glob that matches nothing raises ``FileNotFoundError``; a path that exists is
-    never a pattern (``br[1].vxipc``). A glob in a URL
-    (``s3://bucket/*.vxipc``) is expanded by its fsspec file system (with
-    ``storage_options``); the matches keep the URL's scheme. A ``file://`` glob expands
-    to local paths.
+    """The streams a source stands for, in order: a list/tuple each of its items expanded,
+    a directory its ``*.vxipc`` files at any depth (sorted; names starting with ``.`` or
+    ``_`` skipped, as pyarrow datasets skip them), a glob pattern its matching files
+    (sorted; ``**`` spans directories), else the source itself. A glob or directory of no
+    file raises ``FileNotFoundError``; a path that exists is never a pattern
+    (``br[1].vxipc``). A URL glob (``s3://bucket/*.vxipc``) and a URL ending in ``/`` (a
+    directory) are listed by its fsspec file system (with ``storage_options``), the
+    results keeping the URL's scheme; ``file://`` URLs are local paths.
 
     >>> import fsspec, io, pyarrow as pa, vortex_io as vio
     >>> for name in ["b", "a"]:
@@ -312,24 +370,11 @@ def expand_sources(source: Any, *, storage_options: dict[str, Any] | None = None
     ...         _ = vio.write_ipc(f, pa.table({"x": [1]}))
     >>> expand_sources("memory://doc-expand/*.vxipc")
     ['memory:///doc-expand/a.vxipc', 'memory:///doc-expand/b.vxipc']
+    >>> expand_sources("memory://doc-expand/")
+    ['memory:///doc-expand/a.vxipc', 'memory:///doc-expand/b.vxipc']
     """
     storage_options = _fs.check_storage_options("expand_sources", storage_options)
-    if isinstance(source, (list, tuple)):
-        out: list[Any] = []
-        for s in source:
-            out.extend(expand_sources(s, storage_options=storage_options))
-        return out
-    if _fs.is_remote(source):
-        return _fs.glob_url(source, storage_options) if _fs.has_glob(source) else [source]
-    if _fs.is_file_url(source) and _fs.has_glob(source):
-        source = _fs.file_url_path(source)
-    if isinstance(source, (str, os.PathLike)) and _fs.has_glob(os.fspath(source)) \
-            and not os.path.exists(source):  # a file named br[1].vxipc is that file
-        matches = sorted(_glob.glob(os.fspath(source)))
-        if not matches:
-            raise FileNotFoundError(f"no files match {os.fspath(source)!r}")
-        return matches
-    return [source]
+    return [s for s, _ in _expand(source, storage_options)]
 
 
 def _exact_schema(storage: Any, d: dt.DType, columns: Sequence[str] | None, exact: Any,
@@ -434,10 +479,17 @@ class Scan:
                  offset: int = 0, string_view: bool = False, threads: int | None = None,
                  read_dictionary: Sequence[str] | None = None, messages: Any = None,
                  storage_options: dict[str, Any] | None = None,
+                 hive_partitioning: bool | None = None,
+                 hive_schema: Mapping[str, Any] | None = None,
                  _caller: str = "scan") -> None:
         fn = _caller
         storage_options = _fs.check_storage_options(fn, storage_options)
-        self.sources = _one_shot_paths(expand_sources(source, storage_options=storage_options))
+        check_type(fn, "hive_partitioning", hive_partitioning, (bool, type(None)),
+                   "True, False or None")
+        check_type(fn, "hive_schema", hive_schema, (Mapping, type(None)),
+                   "a mapping of partition key to pyarrow.DataType, or None")
+        self._expanded = _expand(source, storage_options)
+        self.sources = _one_shot_paths([src for src, _ in self._expanded])
         if not self.sources:
             raise ValueError(f"{fn}() needs at least one source")
         if not any(_fs.is_url(s) for s in self.sources):
@@ -483,6 +535,10 @@ class Scan:
         self._pinned: dict[str, Any] | None = None  # see _pinned_values
         self._native: Any = None  # see _native_plan
         self.threads = threads
+        #: the hive partitions of the sources (see _set_dtype), None: there are none
+        self.hive_partitioning = hive_partitioning
+        self._hive_schema = None if hive_schema is None else dict(hive_schema)
+        self._hive: Partitions | None = None
         if any(isinstance(s, (bytes, bytearray, memoryview, str, os.PathLike)) for s in self.sources[:1]):
             self._read_dtype()
 
@@ -510,12 +566,106 @@ class Scan:
         returns the dtype."""
         d = self._dtype = r.dtype
         self._metadata = r.metadata
+        hive = self._hive = partitions(self._expanded, self.hive_partitioning,
+                                       self._hive_schema,
+                                       d.names if isinstance(d, dt.Struct) else ())
+        if hive is not None:
+            self._set_hive_schema(r, hive)
+            return d
         if self.filter is not None:
             check_expr(self.filter, d)
         self._schema = _schema_of(d, self.columns, self._metadata, self.string_view)
         exact = _exact_schema(self._schema, d, self.columns, r.schema, self.string_view)
         self._out_schema = _dictionary_schema(exact, d, self.read_dictionary)
         return d
+
+    def _set_hive_schema(self, r: StreamReader, hive: Partitions) -> None:
+        """The schemas of a scan of hive-partitioned files: the data columns asked for (all
+        by default), then the partition columns (or in the order ``columns`` gives)."""
+        import pyarrow as pa
+
+        d = self._dtype
+        if not isinstance(d, dt.Struct):
+            raise ValueError("hive partitions need streams of struct (table) dtype")
+        keys = hive.names
+        everything = list(d.names) + keys
+        for n in (self.columns or []) + self.read_dictionary:
+            if n not in everything:
+                raise ColumnNotFoundError(n, everything)
+        if self.filter is not None:
+            hive.check(self.filter, d)
+            for i in range(len(self.sources)):
+                rest = hive.bind(self.filter, i)
+                if isinstance(rest, Expr):
+                    check_expr(rest, d)
+        for n in self.read_dictionary:
+            if n in keys and not pa.types.is_string(hive.schema.field(n).type):
+                raise TypeError(f"read_dictionary: hive partition column {n!r} is "
+                                f"{hive.schema.field(n).type}; only string columns read as "
+                                "dictionaries")
+        names = everything if self.columns is None else self.columns
+        data = [n for n in names if n not in keys]
+        self._schema = _schema_of(d, data, self._metadata, self.string_view)
+        exact = _exact_schema(self._schema, d, data, r.schema, self.string_view)
+        exact = _dictionary_schema(exact, d, [n for n in self.read_dictionary if n not in keys])
+        parts = hive.columns([n for n in names if n in keys], 0, 0,
+                             string_view=self.string_view, dictionary=self.read_dictionary)
+        part_fields = {n: pa.field(n, a.type) for n, a in
+                       zip([n for n in names if n in keys], parts)}
+        self._out_schema = pa.schema([part_fields[n] if n in keys else exact.field(n)
+                                      for n in names], metadata=exact.metadata)
+
+    def _run_hive(self, hive: Partitions, b: _Budget, emit: Callable[[Any], Iterator[Any]]
+                  ) -> Iterator[Any]:
+        """A scan of hive-partitioned files: per file, a scan of its data columns with the
+        filter left once its partition values are put in (a file they rule out is not
+        opened), its batches given the partition columns."""
+        import pyarrow as pa
+
+        if self._first_reader is not None:  # each file is scanned by its own Scan
+            self._first_reader.close()
+            self._first_reader = None
+            if self._first_closer is not None:
+                self._first_closer.detach()
+        out_schema = self._out_schema
+        names = out_schema.names
+        keys = [n for n in names if n in hive.names]
+        data = [n for n in names if n not in hive.names]
+        stats = self.stats
+        for i, src in enumerate(self.sources):
+            if b.remaining is not None and b.remaining <= 0:
+                return
+            rest = True if self.filter is None else hive.bind(self.filter, i)
+            if rest is False:
+                with stats._lock:
+                    stats.files_pruned += 1
+                continue
+            part = Scan(src, columns=data, filter=None if rest is True else rest,
+                        limit=None if b.remaining is None else b.remaining + b.skip,
+                        limits=self.limits, string_view=self.string_view, threads=self.threads,
+                        read_dictionary=[n for n in self.read_dictionary if n in data],
+                        messages=self.messages, storage_options=self.storage_options,
+                        hive_partitioning=False, _caller="scan")
+            try:
+                if part.dtype != self._dtype:
+                    raise VortexIPCError(f"stream dtype {part.dtype!r} differs from the first "
+                                         f"source's {self._dtype!r}",
+                                         source=src if isinstance(src, str) else None)
+                for batch in part:
+                    consts = dict(zip(keys, hive.columns(
+                        keys, batch.num_rows, i, string_view=self.string_view,
+                        dictionary=self.read_dictionary)))
+                    arrays = [consts[n] if n in consts else batch.column(n) for n in names]
+                    yield from emit(pa.RecordBatch.from_arrays(arrays, schema=out_schema)
+                                    if arrays else _rows_only(batch.num_rows))
+                    if b.remaining is not None and b.remaining <= 0:
+                        return
+            finally:
+                got = part.stats
+                with stats._lock:
+                    for f in ("chunks", "chunks_pruned", "rows_scanned", "bytes_read",
+                              "bytes_canonicalized"):
+                        setattr(stats, f, getattr(stats, f) + getattr(got, f))
 
     @property
     def dtype(self) -> dt.DType:
@@ -559,6 +709,9 @@ class Scan:
             else:
                 yield out
 
+        if self._hive is not None:
+            yield from self._run_hive(self._hive, b, emit)
+            return
         for src in self.sources:
             if b.remaining is not None and b.remaining <= 0:
                 return
@@ -1075,11 +1228,14 @@ def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | No
          limits: ReaderLimits | None = None, offset: int = 0,
          string_view: bool = False, threads: int | None = None,
          read_dictionary: Sequence[str] | None = None, messages: Any = None,
-         storage_options: dict[str, Any] | None = None) -> Scan:
+         storage_options: dict[str, Any] | None = None,
+         hive_partitioning: bool | None = None,
+         hive_schema: Mapping[str, Any] | None = None) -> Scan:
     """Scan one or many streams with projection, filter and limit pushdown.
 
-    ``source``: a path, URL, bytes-like object, binary file object, a list of those, or a
-    glob pattern (of paths or URLs). A URL (``s3://``, ``gs://``, ``https://``,
+    ``source``: a path, URL, bytes-like object, binary file object, a list of those, a
+    directory (its ``*.vxipc`` files at any depth, sorted; ``.``/``_`` names skipped), or a
+    glob pattern (of paths or URLs; see :func:`expand_sources`). A URL (``s3://``, ``gs://``, ``https://``,
     ``memory://``, any scheme fsspec knows; ``pip install 'vortex-io[fsspec]'``) is read
     with ranged reads in growing blocks; ``storage_options`` go to its fsspec file system.
     ``columns``: the fields to return (default: all; ``[]``: rows only, a count, which a
@@ -1100,18 +1256,39 @@ def scan(source: Any, *, columns: Sequence[str] | None = None, filter: Expr | No
     header-only :func:`message_spans`: the scan jumps to its byte offset and stops after it,
     so ``stats.bytes_read`` counts the DType message and the range), a ``range`` or a
     ``(start, stop)`` tuple of stream message indices (the DType message is 0); distributed
-    readers give each task one range.
+    readers give each task one range. ``hive_partitioning``: the ``key=value`` directories
+    of the files' paths as columns (``dir/year=2024/part-0.vxipc``), after the data's, as
+    Polars and pyarrow read such a layout; None (the default): when every source is a
+    directory and its files agree on the keys; True: for any paths; False: never. Their
+    types are inferred (int64, float64, else string; ``__HIVE_DEFAULT_PARTITION__`` is
+    null) unless ``hive_schema`` maps a key to a ``pyarrow.DataType``. A filter on them
+    skips the files it rules out unopened (``stats.files_pruned``); a key the data has as
+    a column is read from the data.
+
+    >>> import os, tempfile, pyarrow as pa, vortex_io as vio
+    >>> from vortex_io.expr import col
+    >>> d = tempfile.mkdtemp()
+    >>> for year in (2023, 2024):
+    ...     os.makedirs(f"{d}/year={year}")
+    ...     _ = vio.write_ipc(f"{d}/year={year}/0.vxipc", pa.table({"v": [year % 10, 7]}))
+    >>> s = vio.scan(d, filter=(col("year") == 2024) & (col("v") > 5))
+    >>> s.to_arrow().to_pydict(), s.stats.files_pruned
+    ({'v': [7], 'year': [2024]}, 1)
     """
     return Scan(source, columns=columns, filter=filter, limit=limit, batch_size=batch_size,
                 limits=limits, offset=offset, string_view=string_view, threads=threads,
                 read_dictionary=read_dictionary, messages=messages,
-                storage_options=storage_options)
+                storage_options=storage_options, hive_partitioning=hive_partitioning,
+                hive_schema=hive_schema)
 
 
 def read_table(source: Any, *, columns: Sequence[str] | None = None,
                filter: Expr | None = None,
-               storage_options: dict[str, Any] | None = None) -> Any:
-    """Read a stream (or several: a list or a glob, as for ``scan``) into one
+               storage_options: dict[str, Any] | None = None,
+               hive_partitioning: bool | None = None,
+               hive_schema: Mapping[str, Any] | None = None) -> Any:
+    """Read a stream (or several: a list, a directory or a glob, as for ``scan``; a hive
+    layout's partition columns included) into one
     ``pyarrow.Table``: the one-call read, like ``pyarrow.parquet.read_table``.
 
     ``columns``: the columns to read (default: all); ``filter``: a ``vortex_io.expr``
@@ -1128,4 +1305,5 @@ def read_table(source: Any, *, columns: Sequence[str] | None = None,
     {'v': [1, 3]}
     """
     return Scan(source, columns=columns, filter=filter, storage_options=storage_options,
+                hive_partitioning=hive_partitioning, hive_schema=hive_schema,
                 _caller="read_table").to_arrow()

@@ -486,7 +486,13 @@ class _Source:
             _fs.no_url_options("StreamReader", storage_options)
         if isinstance(source, (str, os.PathLike)):
             self.name = os.fspath(source)
-            f = open(_fs.local_path(self.name), "rb", buffering=0)
+            try:
+                f = open(_fs.local_path(self.name), "rb", buffering=0)
+            except IsADirectoryError as e:
+                raise IsADirectoryError(
+                    e.errno, f"{e.strerror}: a StreamReader reads one stream; "
+                    "vortex_io.scan() and read_table() read the files of a directory",
+                    self.name) from None
             self._owned.append(f)
             st = os.fstat(f.fileno())
             self.file = f

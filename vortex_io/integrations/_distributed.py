@@ -26,24 +26,20 @@ __all__ = ["Piece", "file_spans", "group_pieces", "plan_pieces", "resolve_paths"
 
 
 def resolve_paths(paths: Any) -> list[str]:
-    """The files of a distributed read: ``paths`` is a path, a glob, a directory (its files,
-    sorted, without hidden ``.``/``_`` names) or a list of those. Raises
-    ``FileNotFoundError`` for a missing path or a read of no files."""
+    """The files of a distributed read: ``paths`` is a path, a glob, a directory or a list
+    of those, expanded as every vortex_io source is (``vortex_io.expand_sources``: a
+    directory is its ``*.vxipc`` files at any depth, sorted, ``.``/``_`` names skipped).
+    Raises ``FileNotFoundError`` for a missing path or a read of no files."""
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    out: list[str] = []
     for it in items:
         if not isinstance(it, (str, os.PathLike)):
             raise TypeError(f"a source is a path, a glob, a directory or a list of them, not "
                             f"{type(it).__name__}")
-        for p in expand_sources(os.fspath(it)):
-            p = os.fspath(p)
-            if os.path.isdir(p):
-                out.extend(os.path.join(p, n) for n in sorted(os.listdir(p))
-                           if not n.startswith((".", "_")) and os.path.isfile(os.path.join(p, n)))
-            elif os.path.isfile(p):
-                out.append(p)
-            else:
-                raise FileNotFoundError(f"no such file or directory: {p!r}")
+    out: list[str] = []
+    for p in expand_sources([os.fspath(it) for it in items]):
+        if not os.path.isfile(p):
+            raise FileNotFoundError(f"no such file: {p!r}")
+        out.append(p)
     if not out:
         raise FileNotFoundError(f"no files to read in {paths!r}")
     return out
