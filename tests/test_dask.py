@@ -186,3 +186,19 @@ def test_the_core_imports_no_engine():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_hive_partitions_are_columns(tmp_path):
+    """A directory's key=value paths are columns, as vortex_io.scan reads them."""
+    from vortex_io.expr import col
+
+    for city in ("Paris", "Rome"):
+        for part in range(2):
+            p = tmp_path / f"city={city}" / f"{part}.vxipc"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            vio.write_ipc(p, pa.table({"v": [part, part + 10]}))
+    df = read_vortex_ipc(str(tmp_path), filter=col("city") == "Rome", blocksize=1)
+    got = df.compute(scheduler="sync").sort_values("v")
+    assert list(got.columns) == ["v", "city"]
+    assert got["v"].tolist() == [0, 1, 10, 11] and set(got["city"]) == {"Rome"}
+    assert df[["city"]].compute(scheduler="sync")["city"].tolist() == ["Rome"] * 4

@@ -315,3 +315,27 @@ def test_write_one_stream_per_block(cluster, files, tmp_path):
     # written through a read: projection and filter pushed, then one stream per block
     again = write_vortex_ipc(read_vortex_ipc(d).filter(expr=col("k") == "s3"), str(tmp_path / "o2"))
     assert same(vio.scan(again).to_arrow().sort_by("id"), reference(d, filter=vcol("k") == "s3"))
+
+
+def test_hive_partitions_are_columns_and_prune_files(cluster, tmp_path, scans):
+    """A directory's key=value paths are columns, as vortex_io.scan reads them; a filter on
+    them (vortex_io's or Ray's pushed one) leaves the files it rules out unread."""
+    on_scan, recorded = scans
+    for year in (2023, 2024):
+        for part in range(2):
+            p = tmp_path / "h" / f"year={year}" / f"{part}.vxipc"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            vio.write_ipc(p, pa.table({"v": [year * 10 + part, part]}))
+    d = str(tmp_path / "h")
+    want = vio.read_table(d)
+    ds = read_vortex_ipc(d, on_scan=on_scan)
+    order = [("v", "ascending"), ("year", "ascending")]
+    got = pa.concat_tables([ray.get(r) for r in ds.to_arrow_refs()]).sort_by(order)
+    assert got.column_names == ["v", "year"] and got.equals(want.sort_by(order))
+    rows = read_vortex_ipc(d, on_scan=on_scan).filter(expr=col("year") == 2024).take_all()
+    assert sorted(r["v"] for r in rows) == [0, 1, 20240, 20241]
+    assert {r["year"] for r in rows} == {2024}
+    last = [s for s in recorded() if s["filter"] is not None]
+    assert last and all("year=2024" in s["source"] for s in last)
+    sel = read_vortex_ipc(d, columns=["year"], filter=vcol("v") > 5).take_all()
+    assert sorted(r["year"] for r in sel) == [2023, 2023, 2024, 2024]

@@ -113,6 +113,10 @@ class Partitions:
     def dtype(self, name: str) -> dt.DType:
         return dt.from_arrow(self.schema.field(name).type)
 
+    def subset(self, index: int) -> Partitions:
+        """The partition values of file ``index`` alone (what a scan of that file takes)."""
+        return Partitions(self.schema, [self.values[index]])
+
     def columns(self, names: Sequence[str], rows: int, index: int, *,
                 string_view: bool = False, dictionary: Sequence[str] = ()) -> list[Any]:
         """The constant Arrow arrays of ``names`` for ``rows`` rows of file ``index``."""

@@ -323,13 +323,13 @@ def _directory_files(path: str) -> list[str]:
     return sorted(out)
 
 
-def _expand(source: Any, storage_options: dict[str, Any] | None) -> list[tuple[Any, str | None]]:
+def expand_with_bases(source: Any, storage_options: dict[str, Any] | None) -> list[tuple[Any, str | None]]:
     """``expand_sources`` with, for each file, the directory it was found in (None for a
     source naming it, or found by a glob): where its hive partitions start."""
     if isinstance(source, (list, tuple)):
         out: list[tuple[Any, str | None]] = []
         for s in source:
-            out.extend(_expand(s, storage_options))
+            out.extend(expand_with_bases(s, storage_options))
         return out
     if isinstance(source, os.PathLike):
         source = os.fspath(source)
@@ -374,7 +374,7 @@ def expand_sources(source: Any, *, storage_options: dict[str, Any] | None = None
     ['memory:///doc-expand/a.vxipc', 'memory:///doc-expand/b.vxipc']
     """
     storage_options = _fs.check_storage_options("expand_sources", storage_options)
-    return [s for s, _ in _expand(source, storage_options)]
+    return [s for s, _ in expand_with_bases(source, storage_options)]
 
 
 def _exact_schema(storage: Any, d: dt.DType, columns: Sequence[str] | None, exact: Any,
@@ -481,14 +481,14 @@ class Scan:
                  storage_options: dict[str, Any] | None = None,
                  hive_partitioning: bool | None = None,
                  hive_schema: Mapping[str, Any] | None = None,
-                 _caller: str = "scan") -> None:
+                 _caller: str = "scan", _partitions: Partitions | None = None) -> None:
         fn = _caller
         storage_options = _fs.check_storage_options(fn, storage_options)
         check_type(fn, "hive_partitioning", hive_partitioning, (bool, type(None)),
                    "True, False or None")
         check_type(fn, "hive_schema", hive_schema, (Mapping, type(None)),
                    "a mapping of partition key to pyarrow.DataType, or None")
-        self._expanded = _expand(source, storage_options)
+        self._expanded = expand_with_bases(source, storage_options)
         self.sources = _one_shot_paths([src for src, _ in self._expanded])
         if not self.sources:
             raise ValueError(f"{fn}() needs at least one source")
@@ -539,6 +539,11 @@ class Scan:
         self.hive_partitioning = hive_partitioning
         self._hive_schema = None if hive_schema is None else dict(hive_schema)
         self._hive: Partitions | None = None
+        #: the partition values of the sources, when the caller knows them (a distributed
+        #: reader's task scanning one file of many)
+        self._given_partitions = _partitions
+        if _partitions is not None and len(_partitions.values) != len(self.sources):
+            raise ValueError("_partitions: one set of partition values per source")
         if any(isinstance(s, (bytes, bytearray, memoryview, str, os.PathLike)) for s in self.sources[:1]):
             self._read_dtype()
 
@@ -566,9 +571,9 @@ class Scan:
         returns the dtype."""
         d = self._dtype = r.dtype
         self._metadata = r.metadata
-        hive = self._hive = partitions(self._expanded, self.hive_partitioning,
-                                       self._hive_schema,
-                                       d.names if isinstance(d, dt.Struct) else ())
+        hive = self._hive = self._given_partitions if self._given_partitions is not None \
+            else partitions(self._expanded, self.hive_partitioning, self._hive_schema,
+                            d.names if isinstance(d, dt.Struct) else ())
         if hive is not None:
             self._set_hive_schema(r, hive)
             return d

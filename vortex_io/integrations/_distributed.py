@@ -19,10 +19,36 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import VortexIPCError
+from .._hive import Partitions, partitions
+from .._ipc.reader import StreamReader
 from .._limits import ReaderLimits
-from .._scan import MessageRange, MessageSpan, expand_sources, message_ranges, message_spans
+from .._scan import (
+    MessageRange,
+    MessageSpan,
+    Scan,
+    expand_with_bases,
+    message_ranges,
+    message_spans,
+)
+from ..dtype import Struct
 
-__all__ = ["Piece", "file_spans", "group_pieces", "plan_pieces", "resolve_paths"]
+__all__ = ["Files", "Piece", "file_spans", "group_pieces", "plan_pieces", "resolve_paths"]
+
+
+def _sources(paths: Any) -> list[tuple[str, str | None]]:
+    """The files of ``paths`` with the directory each was found in (see ``resolve_paths``)."""
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    for it in items:
+        if not isinstance(it, (str, os.PathLike)):
+            raise TypeError(f"a source is a path, a glob, a directory or a list of them, not "
+                            f"{type(it).__name__}")
+    out = expand_with_bases([os.fspath(it) for it in items], None)
+    for p, _ in out:
+        if not os.path.isfile(p):
+            raise FileNotFoundError(f"no such file: {p!r}")
+    if not out:
+        raise FileNotFoundError(f"no files to read in {paths!r}")
+    return out
 
 
 def resolve_paths(paths: Any) -> list[str]:
@@ -30,19 +56,44 @@ def resolve_paths(paths: Any) -> list[str]:
     of those, expanded as every vortex_io source is (``vortex_io.expand_sources``: a
     directory is its ``*.vxipc`` files at any depth, sorted, ``.``/``_`` names skipped).
     Raises ``FileNotFoundError`` for a missing path or a read of no files."""
-    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    for it in items:
-        if not isinstance(it, (str, os.PathLike)):
-            raise TypeError(f"a source is a path, a glob, a directory or a list of them, not "
-                            f"{type(it).__name__}")
-    out: list[str] = []
-    for p in expand_sources([os.fspath(it) for it in items]):
-        if not os.path.isfile(p):
-            raise FileNotFoundError(f"no such file: {p!r}")
-        out.append(p)
-    if not out:
-        raise FileNotFoundError(f"no files to read in {paths!r}")
-    return out
+    return [p for p, _ in _sources(paths)]
+
+
+@dataclass(frozen=True)
+class Files:
+    """The files of a distributed read and their hive partitions (a directory's
+    ``key=value`` paths, as ``vortex_io.scan`` reads them; None: there are none). Picklable:
+    read tasks take it along."""
+
+    paths: list[str]
+    partitions: Partitions | None
+
+    @classmethod
+    def resolve(cls, paths: Any, limits: ReaderLimits | None = None) -> Files:
+        """The files of ``paths`` (as ``resolve_paths``), the partitions read off their paths
+        (the first file's header says which keys are data columns)."""
+        srcs = _sources(paths)
+        files = [p for p, _ in srcs]
+        try:
+            with StreamReader(files[0], limits=limits) as r:
+                d = r.dtype
+        except VortexIPCError as e:
+            raise e.locate(source=files[0]) from None
+        return cls(files, partitions(srcs, None, None, d.names if isinstance(d, Struct) else ()))
+
+    def pruned(self, path: str, filter: Any) -> bool:
+        """Whether ``filter`` rules out every row of ``path`` by its partition values alone
+        (a read task need not open it)."""
+        return self.partitions is not None and filter is not None and \
+            self.partitions.bind(filter, self.paths.index(path)) is False
+
+    def scan(self, path: str, **kw: Any) -> Scan:
+        """The ``vortex_io.Scan`` of one of the files (``kw``: ``Scan``'s options), its
+        partition columns included."""
+        sub = None if self.partitions is None else \
+            self.partitions.subset(self.paths.index(path))
+        return Scan(path, hive_partitioning=False if sub is None else None, _partitions=sub,
+                    **kw)
 
 
 @dataclass(frozen=True)

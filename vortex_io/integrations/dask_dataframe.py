@@ -41,7 +41,7 @@ from .._errors import ColumnNotFoundError, VortexIPCError
 from .._limits import ReaderLimits
 from .._scan import scan
 from ..compute._expr import Expr
-from ._distributed import Piece, plan_pieces, resolve_paths
+from ._distributed import Files, Piece, plan_pieces
 
 __all__ = ["read_vortex_ipc", "read_partition"]
 
@@ -53,12 +53,13 @@ def _to_pandas(t: pa.Table) -> pd.DataFrame:
 
 
 def read_partition(piece: Piece | str, columns: Sequence[str] | None = None,
-                   filter: Expr | None = None, limits: ReaderLimits | None = None
-                   ) -> pd.DataFrame:
+                   filter: Expr | None = None, limits: ReaderLimits | None = None,
+                   files: Files | None = None) -> pd.DataFrame:
     """One partition: the rows of ``piece`` (a file, or a file's message range) that pass
     ``filter``, the ``columns`` asked for, as a pandas DataFrame of ``pd.ArrowDtype``
     columns. Dask calls it once per partition; ``columns`` is where its optimizer pushes
-    a projection.
+    a projection. ``files``: the read's files and their hive partitions (whose columns the
+    piece's file then has).
 
     >>> import io, os, tempfile, vortex_io as vio
     >>> p = os.path.join(tempfile.mkdtemp(), "t.vxipc")
@@ -68,8 +69,11 @@ def read_partition(piece: Piece | str, columns: Sequence[str] | None = None,
     """
     path, messages = (piece, None) if isinstance(piece, str) else (piece.path, piece.range)
     try:
-        t = scan(path, columns=None if columns is None else list(columns), filter=filter,
-                 limits=limits, messages=messages).to_arrow()
+        cols = None if columns is None else list(columns)
+        s = scan(path, columns=cols, filter=filter, limits=limits, messages=messages) \
+            if files is None or files.partitions is None else \
+            files.scan(path, columns=cols, filter=filter, limits=limits, messages=messages)
+        t = s.to_arrow()
     except VortexIPCError as e:
         raise e.locate(source=path) from None
     return _to_pandas(t)
@@ -79,7 +83,8 @@ def read_vortex_ipc(paths: Any, *, columns: Sequence[str] | None = None,
                     filter: Expr | None = None, blocksize: int | str | None = None,
                     limits: ReaderLimits | None = None) -> dd.DataFrame:
     """A ``dask.dataframe.DataFrame`` over Vortex IPC files (a path, glob, directory or list,
-    all of one dtype), Arrow-backed dtypes.
+    all of one dtype), Arrow-backed dtypes; a directory's hive partitions (``key=value``
+    directories) are columns, as ``vortex_io.scan`` reads them.
 
     ``columns``: the columns to read (a later ``df[[...]]`` is pushed into the scans as
     well). ``filter``: a ``vortex_io.expr`` expression scanned on the encoded data.
@@ -95,13 +100,14 @@ def read_vortex_ipc(paths: Any, *, columns: Sequence[str] | None = None,
     >>> df.npartitions, sorted(df["v"].compute(scheduler="sync").tolist())
     (2, [10, 11])
     """
-    files = resolve_paths(paths)
+    resolved = Files.resolve(paths, limits)
+    files = resolved.paths
     if filter is not None and not isinstance(filter, Expr):
         raise TypeError(f"filter is a vortex_io.expr expression, not {type(filter).__name__}")
     if isinstance(columns, str):
         raise TypeError("columns takes a sequence of column names, not a str")
     try:
-        schema = scan(files[0], limits=limits, filter=filter).schema
+        schema = resolved.scan(files[0], limits=limits, filter=filter).schema
     except VortexIPCError as e:
         raise e.locate(source=files[0]) from None
     meta = _to_pandas(schema.empty_table())
@@ -118,6 +124,12 @@ def read_vortex_ipc(paths: Any, *, columns: Sequence[str] | None = None,
         if target < 1:
             raise ValueError("blocksize must be positive")
         pieces = list(plan_pieces(files, target_bytes=target, limits=limits)) or list(files)
+    # files the filter rules out by their hive partitions are not read (one is kept: a
+    # frame has at least one partition)
+    kept = [p for p in pieces
+            if not resolved.pruned(p if isinstance(p, str) else p.path, filter)]
+    pieces = kept or pieces[:1]
     return dd.from_map(read_partition, pieces, columns=None if columns is None else list(columns),
-                       filter=filter, limits=limits, meta=meta, label="read-vortex-ipc",
+                       filter=filter, limits=limits, files=resolved, meta=meta,
+                       label="read-vortex-ipc",
                        enforce_metadata=False)

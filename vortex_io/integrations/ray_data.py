@@ -61,9 +61,9 @@ import pyarrow as pa
 from .._errors import ColumnNotFoundError, VortexIPCError
 from .._limits import ReaderLimits
 from .._metadata import MetadataLike
-from .._scan import Scan, scan
+from .._scan import Scan
 from ..compute._expr import Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
-from ._distributed import Piece, file_spans, group_pieces, plan_pieces, resolve_paths
+from ._distributed import Files, Piece, file_spans, group_pieces, plan_pieces
 
 __all__ = [
     "SUPPORTED_RAY",
@@ -262,11 +262,12 @@ class VortexIPCDatasource(Datasource):
                  filter: Expr | None = None, limits: ReaderLimits | None = None,
                  on_scan: Callable[[Scan], None] | None = None) -> None:
         super().__init__()
-        self._paths = resolve_paths(paths)
+        self._files = Files.resolve(paths, limits)
+        self._paths = self._files.paths
         self._limits = limits
         self._on_scan = on_scan
         try:
-            first = scan(self._paths[0], limits=limits, filter=filter)
+            first = self._files.scan(self._paths[0], limits=limits, filter=filter)
             self._schema: pa.Schema = first.schema
         except VortexIPCError as e:
             raise _located(e, self._paths[0]) from None
@@ -356,7 +357,9 @@ class VortexIPCDatasource(Datasource):
     def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
                        data_context: Any = None) -> list[ReadTask]:
         """About ``parallelism`` tasks, each a run of message ranges of about equal bytes."""
-        pieces = self._plan(parallelism)
+        # (files the filter rules out by their hive partitions get no task)
+        pieces = [p for p in self._plan(parallelism)
+                  if not self._files.pruned(p.path, self.scan_filter)]
         schema = self.output_schema()
         exact_rows = self.scan_filter is None
         tasks = []
@@ -369,8 +372,9 @@ class VortexIPCDatasource(Datasource):
                 size_bytes=int(sum(p.size for p in group)),
                 input_files=tuple(dict.fromkeys(p.path for p in group)),
                 exec_stats=None)
-            tasks.append(ReadTask(_read_fn(group, self.columns, self.scan_filter, self._limits,
-                                           per_task_row_limit, self._on_scan, schema),
+            tasks.append(ReadTask(_read_fn(group, self._files, self.columns, self.scan_filter,
+                                           self._limits, per_task_row_limit, self._on_scan,
+                                           schema),
                                   meta, schema=schema, per_task_row_limit=per_task_row_limit))
         return tasks
 
@@ -379,7 +383,7 @@ class VortexIPCDatasource(Datasource):
                 f"filter={self.scan_filter!r})")
 
 
-def _read_fn(group: list[Piece], columns: list[str] | None, filt: Expr | None,
+def _read_fn(group: list[Piece], files: Files, columns: list[str] | None, filt: Expr | None,
              limits: ReaderLimits | None, row_limit: int | None,
              on_scan: Callable[[Scan], None] | None, schema: pa.Schema
              ) -> Callable[[], Iterable[pa.Table]]:
@@ -389,8 +393,8 @@ def _read_fn(group: list[Piece], columns: list[str] | None, filt: Expr | None,
             if left is not None and left <= 0:
                 return
             try:
-                s = scan(piece.path, columns=columns, filter=filt, limits=limits,
-                         messages=piece.range, limit=left)
+                s = files.scan(piece.path, columns=columns, filter=filt, limits=limits,
+                               messages=piece.range, limit=left)
                 t = s.to_arrow()
             except VortexIPCError as e:
                 raise _located(e, piece.path) from None
