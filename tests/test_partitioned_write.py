@@ -402,3 +402,18 @@ def test_polars_sink_ipc_with_and_without_partition_by(tmp_path: Path) -> None:
     assert not later.exists()
     q.collect()
     assert _polars_rows(later, order) == expect
+
+
+def test_buffered_rows_are_written_out_past_the_byte_bound(tmp_path: Path, monkeypatch) -> None:
+    from vortex_io._ipc import partitioned
+
+    t = pa.table({"k": [i % 2 for i in range(100)], "v": list(range(100))})
+    vio.write_ipc(tmp_path / "whole", _reader(t, rows=10), partition_by="k")
+    # by default each partition's 50 rows are buffered and written as one message
+    assert [len(b.array) for b in vio.StreamReader(tmp_path / "whole" / "k=0" / "part-0.vxipc")] == [50]
+    monkeypatch.setattr(partitioned, "MAX_BUFFERED_BYTES", 1)
+    vio.write_ipc(tmp_path / "bounded", _reader(t, rows=10), partition_by="k")
+    sizes = [len(b.array) for b in vio.StreamReader(tmp_path / "bounded" / "k=0" / "part-0.vxipc")]
+    assert sizes == [5] * 10  # each batch's rows written as they came
+    assert vio.read_table(tmp_path / "bounded" / "k=0" / "part-0.vxipc")["v"].to_pylist() == \
+        list(range(0, 100, 2))

@@ -12,8 +12,8 @@ buffered for its partition until ``chunk_rows`` rows are there, then written to 
 partition's open ``StreamWriter``. At most ``max_open_files`` writers are open; opening
 one more closes the least recently used, and that partition's next rows start a new file
 (``part-1.vxipc``, ...). Memory is bounded by the batch being split and the buffered rows
-(``max_open_files`` partitions of fewer than ``chunk_rows`` rows each, and never more
-than ``MAX_BUFFERED_ROWS`` over all partitions).
+(fewer than ``chunk_rows`` rows per partition, and never more than
+``MAX_BUFFERED_BYTES`` over all partitions: past it every buffer is written out).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ __all__ = ["write_partitioned", "HIVE_DEFAULT_PARTITION", "hive_segment", "EXIST
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 #: what ``existing=`` takes (pyarrow's ``existing_data_behavior``)
 EXISTING = ("error", "overwrite_or_ignore", "delete_matching")
-#: rows buffered over all partitions at most (above it every buffer is written out)
-MAX_BUFFERED_ROWS = 1 << 20
+#: bytes of rows buffered over all partitions at most (above it every buffer is written out)
+MAX_BUFFERED_BYTES = 64 << 20
 
 _FUNC = "write_ipc"
 
@@ -141,12 +141,13 @@ def _prepare_dir(root: str, existing: str) -> None:
 class _Partition:
     """One partition's directory, its buffered rows, its open writer and file part."""
 
-    __slots__ = ("dir", "pending", "rows", "writer", "part")
+    __slots__ = ("dir", "pending", "rows", "nbytes", "writer", "part")
 
     def __init__(self, d: str) -> None:
         self.dir = d
         self.pending: list[Any] = []
         self.rows = 0
+        self.nbytes = 0
         self.writer: Any = None
         self.part = 0
 
@@ -212,10 +213,11 @@ class _PartitionedWriter:
                 shutil.rmtree(p.dir)
         p.pending.append(rows)
         p.rows += rows.num_rows
-        self.buffered += rows.num_rows
+        p.nbytes += rows.nbytes
+        self.buffered += rows.nbytes
         if p.rows >= self.chunk_rows:
             self._flush(key, p)
-        if self.buffered > max(MAX_BUFFERED_ROWS, self.chunk_rows):
+        if self.buffered > MAX_BUFFERED_BYTES:
             for k, q in list(self.parts.items()):
                 if q.rows:
                     self._flush(k, q)
@@ -247,8 +249,8 @@ class _PartitionedWriter:
         if not p.rows:
             return
         t = pa.Table.from_batches(p.pending, schema=self.file_schema)
-        self.buffered -= p.rows
-        p.pending, p.rows = [], 0
+        self.buffered -= p.nbytes
+        p.pending, p.rows, p.nbytes = [], 0, 0
         w = self._writer(key, p)
         for start in range(0, t.num_rows, self.chunk_rows):
             piece = t.slice(start, min(self.chunk_rows, t.num_rows - start))
