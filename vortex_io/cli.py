@@ -709,6 +709,7 @@ def _convert_partitioned(src: str, dst: str, *, src_fmt: str | None, dst_fmt: st
 
     import pyarrow as pa
 
+    from ._errors import ColumnNotFoundError
     from ._ipc.partitioned import EXISTING, _check_keys
     from ._ipc.writer import write_ipc
 
@@ -740,9 +741,11 @@ def _convert_partitioned(src: str, dst: str, *, src_fmt: str | None, dst_fmt: st
     try:
         try:
             keys = _check_keys(partition_by, source.schema)
-        except (KeyError, ValueError, TypeError) as e:
-            msg = f"no column {e.column!r}; columns are {', '.join(e.choices)}" \
-                if hasattr(e, "choices") else str(e).replace("write_ipc(): ", "")
+        except ColumnNotFoundError as e:
+            raise UsageError(f"--partition-by {spec}: no column {e.column!r}; columns are "
+                             f"{', '.join(e.choices)}") from None
+        except (ValueError, TypeError) as e:
+            msg = str(e).replace("write_ipc(): ", "")
             raise UsageError(f"--partition-by {spec}: {msg}") from None
         _check_encodings(encodings, source.schema)
         for k in keys:
