@@ -13,7 +13,8 @@ partition's open ``StreamWriter``. At most ``max_open_files`` writers are open; 
 one more closes the least recently used, and that partition's next rows start a new file
 (``part-1.vxipc``, ...). Memory is bounded by the batch being split and the buffered rows
 (fewer than ``chunk_rows`` rows per partition, and never more than
-``MAX_BUFFERED_BYTES`` over all partitions: past it every buffer is written out).
+``MAX_BUFFERED_BYTES`` over all partitions: past it buffers are written out, those of
+open files first, then the largest, down to half of it).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ __all__ = ["write_partitioned", "HIVE_DEFAULT_PARTITION", "hive_segment", "EXIST
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 #: what ``existing=`` takes (pyarrow's ``existing_data_behavior``)
 EXISTING = ("error", "overwrite_or_ignore", "delete_matching")
-#: bytes of rows buffered over all partitions at most (above it every buffer is written out)
+#: bytes of rows buffered over all partitions at most
 MAX_BUFFERED_BYTES = 64 << 20
 
 _FUNC = "write_ipc"
@@ -218,9 +219,14 @@ class _PartitionedWriter:
         if p.rows >= self.chunk_rows:
             self._flush(key, p)
         if self.buffered > MAX_BUFFERED_BYTES:
-            for k, q in list(self.parts.items()):
-                if q.rows:
-                    self._flush(k, q)
+            # down to half the bound: the open files' buffers first (no file opened or
+            # closed for them), then the largest
+            waiting = sorted((q for q in self.parts.items() if q[1].rows),
+                             key=lambda q: (q[1].writer is None, -q[1].nbytes))
+            for k, q in waiting:
+                self._flush(k, q)
+                if self.buffered <= MAX_BUFFERED_BYTES // 2:
+                    break
 
     # -- writing ------------------------------------------------------------------------
 
