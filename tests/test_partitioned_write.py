@@ -417,3 +417,31 @@ def test_buffered_rows_are_written_out_past_the_byte_bound(tmp_path: Path, monke
     assert sizes == [5] * 10  # each batch's rows written as they came
     assert vio.read_table(tmp_path / "bounded" / "k=0" / "part-0.vxipc")["v"].to_pylist() == \
         list(range(0, 100, 2))
+
+
+def test_polars_sink_never_collects_the_whole_frame(tmp_path: Path, monkeypatch) -> None:
+    """The sink takes the streaming engine's batches (``collect_batches``), never
+    ``collect()``: that would hold the whole frame in memory."""
+    vio.register_polars()
+    t = _table(2000)
+    pq.write_table(t, tmp_path / "src.parquet", row_group_size=300)
+    lf = pl.scan_parquet(tmp_path / "src.parquet")
+    batches = []
+    real = pl.LazyFrame.collect_batches
+
+    def spy(self, *args, **kwargs):
+        assert kwargs.get("engine") == "streaming"
+        for df in real(self, *args, **kwargs):
+            batches.append(df.height)
+            yield df
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("sink_ipc collected the whole frame")
+
+    monkeypatch.setattr(pl.LazyFrame, "collect_batches", spy)
+    monkeypatch.setattr(pl.LazyFrame, "collect", refuse)
+    lf.vortex.sink_ipc(tmp_path / "ds", partition_by="n", chunk_rows=128)
+    assert max(batches) == 128 and sum(batches) == 2000  # batches of chunk_rows rows
+    monkeypatch.undo()
+    order = ["id", "s", "n", "d", "x", "t"]
+    assert _polars_rows(tmp_path / "ds", order) == _rows(t.to_pylist(), order)
