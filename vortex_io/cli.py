@@ -9,6 +9,8 @@
     vortex-ipc sql trades.vxipc "SELECT symbol, count(*) FROM t GROUP BY 1"
     vortex-ipc verify trades.vxipc                          # checksums, end marker, every message
     vortex-ipc convert trades.parquet trades.vxipc --integrity
+    vortex-ipc convert 'logs/*.parquet' logs.vxipc           # a glob or a directory: one table
+    vortex-ipc convert trades.parquet trades/ --partition-by date,symbol  # hive directory
 
 Formats: Vortex IPC (``.vxipc``), Arrow IPC stream (``.arrows``), Arrow IPC file
 (``.arrow``, ``.feather``), Parquet (``.parquet``), CSV (``.csv``). Conversion streams
@@ -518,18 +520,39 @@ def _check_encodings(encodings: dict[str, str] | None, schema: Any) -> None:
 def convert(src: str, dst: str, *, src_fmt: str | None = None, dst_fmt: str | None = None,
             chunk_rows: int = 65_536, compress: bool = True,
             encodings: dict[str, str] | None = None, progress: bool = False,
-            integrity: bool = False) -> int:
+            integrity: bool = False, partition_by: list[str] | None = None,
+            existing: str = "error") -> int:
     """Convert ``src`` to ``dst`` (paths, or ``-`` for stdin / stdout) between the formats
     ``FORMATS``, by extension unless given; returns the number of rows written. The output
     is written atomically: on any error no file is left at ``dst`` (an existing one is
     unchanged). ``integrity``: write Vortex IPC with CRC-32C records and an end marker
-    (``vortex_io.integrity``)."""
+    (``vortex_io.integrity``).
+
+    ``src`` may be a directory (its Vortex IPC, Parquet and Arrow files, or with
+    ``src_fmt`` that format's, in every subdirectory but hidden ones, sorted) or a glob:
+    the files are read one after the other as one table (their schemas must be the same;
+    hive ``key=value`` directory names are not read as columns).
+
+    ``partition_by``: ``dst`` is a directory written in the hive layout (see
+    ``vortex_io.write_ipc``), Vortex IPC only; a new directory is written beside and
+    renamed into place, an existing one is written into as ``existing`` says
+    (``'error'`` when it is not empty, ``'overwrite_or_ignore'``, ``'delete_matching'``)."""
     for name, f in (("--from", src_fmt), ("--to", dst_fmt)):
         if f is not None and f not in FORMATS:
             raise UsageError(f"{name}: unknown format {f!r}; choose from {', '.join(FORMATS)}")
+    if partition_by is not None:
+        return _convert_partitioned(src, dst, src_fmt=src_fmt, dst_fmt=dst_fmt,
+                                    chunk_rows=chunk_rows, compress=compress,
+                                    encodings=encodings, progress=progress,
+                                    integrity=integrity, partition_by=partition_by,
+                                    existing=existing)
     fo = _output_format(dst, dst_fmt)
     if integrity and fo != "vxipc":
         raise UsageError("--integrity applies to Vortex IPC output only")
+    many = _input_files(src, src_fmt)
+    if many is not None:
+        return _convert_many(many, dst, fo, chunk_rows=chunk_rows, compress=compress,
+                             encodings=encodings, progress=progress, integrity=integrity)
     inp, fi = _input_format(src, src_fmt)
     try:
         out = Output(dst)
@@ -554,6 +577,217 @@ def convert(src: str, dst: str, *, src_fmt: str | None = None, dst_fmt: str | No
         return prog.rows
     finally:
         inp.close()
+
+
+#: the formats a directory input is read in without --from
+_DIR_FORMATS = ("vxipc", "arrows", "arrow", "parquet")
+
+
+def _input_files(src: str, given: str | None) -> list[tuple[str, str]] | None:
+    """The files a directory or glob input names, sorted, each with its format; None for
+    one input. A directory gives its Vortex IPC, Arrow and Parquet files (``given``: the
+    files of that format's extensions) in every subdirectory not hidden (``.`` or ``_``
+    first, as pyarrow and Polars skip them); a glob the files it matches."""
+    if src == STDIO:
+        return None
+    if os.path.isdir(src):
+        wanted = (given,) if given else _DIR_FORMATS
+        paths = []
+        for d, dirs, files in os.walk(src):
+            dirs[:] = [x for x in dirs if not x.startswith((".", "_"))]
+            for f in files:
+                if not f.startswith((".", "_")) and _EXT.get(os.path.splitext(f)[1].lower()) \
+                        in wanted:
+                    paths.append(os.path.join(d, f))
+        if not paths:
+            kinds = FORMAT_NAMES[given] if given else "Vortex IPC, Arrow or Parquet"
+            raise CommandError(f"is a directory without {kinds} files", path=src)
+        paths.sort()
+    else:
+        from . import _fs
+
+        if not _fs.has_glob(src) or os.path.exists(src):
+            return None
+        from ._scan import expand_sources
+
+        try:
+            paths = [os.fspath(p) for p in expand_sources(src) if os.path.isfile(p)]
+        except FileNotFoundError:
+            paths = []
+        if not paths:
+            raise CommandError("no files match", path=src)
+    out = []
+    for p in paths:
+        fmt = given or _EXT.get(os.path.splitext(p)[1].lower())
+        if fmt is None:
+            raise UsageError("cannot tell its format from its extension; use --from "
+                             f"({', '.join(FORMATS)})", path=p)
+        out.append((p, fmt))
+    fmts = sorted({f for _, f in out})
+    if len(fmts) > 1:
+        raise UsageError(f"holds files of several formats ({', '.join(FORMAT_NAMES[f] for f in fmts)}): "
+                         "choose one with --from", path=src)
+    return out
+
+
+def _read_many(files: list[tuple[str, str]], batch_rows: int) -> Source:
+    """The files read one after the other as one source: the first file's schema and
+    stream metadata; a file whose schema differs fails when it is reached."""
+    sizes = []
+    for p, _ in files:
+        try:
+            sizes.append(os.path.getsize(p))
+        except OSError as e:
+            raise CommandError(_strerror(e), path=p) from None
+    first_inp = Input(files[0][0])
+    first = _read_located(first_inp, files[0][1], batch_rows)
+    done = [0]  # bytes of the files read to their end
+    current: list[Source] = [first]
+
+    def gen() -> Batches:
+        for i, (path, fmt) in enumerate(files):
+            if i == 0:
+                inp, src = first_inp, first
+            else:
+                inp = Input(path)
+                src = _read_located(inp, fmt, batch_rows)
+                if not src.schema.equals(first.schema):
+                    inp.close()
+                    raise CommandError(f"its schema differs from {files[0][0]}'s: "
+                                       f"{_schema_line(src.schema)} vs "
+                                       f"{_schema_line(first.schema)}", path=path)
+            current[0] = src
+            try:
+                yield from _batches_located(src.batches, fmt, inp.name)
+            finally:
+                inp.close()
+            done[0] += sizes[i]
+
+    def tell() -> int:
+        t = current[0].tell
+        return done[0] + (t() if t is not None else 0)
+
+    return Source(first.schema, first.metadata, gen(), size=sum(sizes), tell=tell)
+
+
+def _schema_line(schema: Any) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
+def _convert_many(files: list[tuple[str, str]], dst: str, fo: str, *, chunk_rows: int,
+                  compress: bool, encodings: dict[str, str] | None, progress: bool,
+                  integrity: bool) -> int:
+    """``convert`` of a directory or glob input to one output."""
+    out = Output(dst)
+    if out.is_terminal and fo in _BINARY:
+        raise UsageError(f"not writing a {FORMAT_NAMES[fo]} to a terminal: redirect the "
+                         f"output, or use --to csv")
+    if not out.streamed and os.path.exists(dst) \
+            and any(os.path.samefile(p, dst) for p, _ in files):
+        raise UsageError("the output is one of the inputs", path=dst)
+    source = _read_many(files, chunk_rows)
+    _check_encodings(encodings, source.schema)
+    source.batches = _read_ahead(source.batches)
+    prog = Progress(progress, source)
+    try:
+        with out as f:
+            _write(f, fo, source, prog, chunk_rows=chunk_rows, compress=compress,
+                   encodings=encodings, integrity=integrity)
+    except BaseException:
+        prog.clear()
+        raise
+    prog.done()
+    return prog.rows
+
+
+def _convert_partitioned(src: str, dst: str, *, src_fmt: str | None, dst_fmt: str | None,
+                         chunk_rows: int, compress: bool, encodings: dict[str, str] | None,
+                         progress: bool, integrity: bool, partition_by: list[str],
+                         existing: str) -> int:
+    """``convert --partition-by``: a hive directory of Vortex IPC files at ``dst``."""
+    import shutil
+
+    import pyarrow as pa
+
+    from ._errors import ColumnNotFoundError
+    from ._ipc.partitioned import EXISTING, _check_keys
+    from ._ipc.writer import write_ipc
+
+    spec = ",".join(partition_by)
+    if (dst_fmt or "vxipc") != "vxipc":
+        raise UsageError("--partition-by writes Vortex IPC files only (--to vxipc)")
+    if dst == STDIO:
+        raise UsageError("--partition-by writes a directory, not standard output")
+    if existing not in EXISTING:
+        raise UsageError(f"--existing: choose from {', '.join(EXISTING)}")
+    if not partition_by or not all(partition_by):
+        raise UsageError(f"--partition-by {spec!r}: expects COLUMN[,COLUMN...]")
+    if os.path.exists(dst) and not os.path.isdir(dst):
+        raise CommandError("is not a directory (--partition-by writes a directory)", path=dst)
+    if existing == "error" and os.path.isdir(dst) and os.listdir(dst):
+        raise CommandError("directory is not empty; use --existing overwrite_or_ignore or "
+                           "delete_matching to write into it", path=dst)
+    parent = os.path.dirname(os.path.abspath(dst))
+    if not os.path.isdir(parent):
+        raise CommandError(f"no such directory {parent!r}", path=dst)
+    many = _input_files(src, src_fmt)
+    inp: Input | None = None
+    if many is not None:
+        source = _read_many(many, chunk_rows)
+    else:
+        inp, fi = _input_format(src, src_fmt)
+        source = _read_located(inp, fi, chunk_rows)
+        source.batches = _batches_located(source.batches, fi, inp.name)
+    try:
+        try:
+            keys = _check_keys(partition_by, source.schema)
+        except ColumnNotFoundError as e:
+            raise UsageError(f"--partition-by {spec}: no column {e.column!r}; columns are "
+                             f"{', '.join(e.choices)}") from None
+        except (ValueError, TypeError) as e:
+            msg = str(e).replace("write_ipc(): ", "")
+            raise UsageError(f"--partition-by {spec}: {msg}") from None
+        _check_encodings(encodings, source.schema)
+        for k in keys:
+            if encodings and k in encodings:
+                raise UsageError(f"--encoding {k}=...: {k!r} is a partition column, not in "
+                                 "the files")
+        source.batches = _read_ahead(source.batches)
+        prog = Progress(progress, source)
+
+        def batches() -> Iterator[Any]:
+            for b, _md in source.batches:  # (batch metadata is not kept)
+                prog.add(b.num_rows)
+                yield b
+
+        reader = pa.RecordBatchReader.from_batches(source.schema, batches())
+        target = dst
+        tmp = None
+        if not os.path.exists(dst):  # a new directory: written beside, renamed into place
+            tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(dst))}.",
+                                   suffix=".partial", dir=parent)
+            target, existing = tmp, "overwrite_or_ignore"
+        try:
+            write_ipc(target, reader, partition_by=keys, metadata=source.metadata or None,
+                      compress=compress, chunk_rows=chunk_rows, encodings=encodings,
+                      integrity=integrity, existing=existing)
+            if tmp is not None:
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(tmp, 0o777 & ~umask)  # as mkdir would have made it
+                os.rename(tmp, dst)
+                tmp = None
+        except BaseException:
+            prog.clear()
+            raise
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+        prog.done()
+        return prog.rows
+    finally:
+        if inp is not None:
+            inp.close()
 
 
 def _read_located(inp: Input, fmt: str, batch_rows: int) -> Source:
@@ -929,9 +1163,13 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         enc[k] = v
     if args.chunk_rows < 1:
         raise UsageError("--chunk-rows must be positive")
+    partition_by = None
+    if args.partition_by:
+        partition_by = [c.strip() for item in args.partition_by for c in item.split(",")]
     convert(args.input, args.output, src_fmt=args.src_fmt, dst_fmt=args.dst_fmt,
             chunk_rows=args.chunk_rows, compress=not args.no_compress,
-            encodings=enc or None, progress=not args.quiet, integrity=args.integrity)
+            encodings=enc or None, progress=not args.quiet, integrity=args.integrity,
+            partition_by=partition_by, existing=args.existing)
     return 0
 
 
@@ -1085,9 +1323,10 @@ def _parser() -> _Parser:
                        description="Convert between formats, batch by batch; the output is "
                        "written atomically (nothing is left behind when it fails).")
     c.add_argument("input", help="the input file, or '-' for standard input (its format "
-                   "is then told by its first bytes unless --from is given)")
+                   "is then told by its first bytes unless --from is given), or a directory "
+                   "or a glob (quoted): their files, sorted, read as one table")
     c.add_argument("output", help="the output file, or '-' for standard output (Vortex IPC "
-                   "unless --to is given)")
+                   "unless --to is given); with --partition-by, a directory")
     c.add_argument("--from", dest="src_fmt", choices=FORMATS, metavar="FORMAT",
                    help=f"the input's format ({fmts}; default: by its extension)")
     c.add_argument("--to", dest="dst_fmt", choices=FORMATS, metavar="FORMAT",
@@ -1102,6 +1341,13 @@ def _parser() -> _Parser:
                    help="no progress line (shown only when stderr is a terminal)")
     c.add_argument("--integrity", action="store_true",
                    help="Vortex IPC output: a CRC-32C per message and an end marker")
+    c.add_argument("--partition-by", action="append", default=[], metavar="COL[,COL]",
+                   help="write OUTPUT as a hive-partitioned directory of Vortex IPC files "
+                   "(OUTPUT/COL=value/part-0.vxipc), the columns left out of the files")
+    c.add_argument("--existing", default="error",
+                   choices=("error", "overwrite_or_ignore", "delete_matching"),
+                   help="with --partition-by, an OUTPUT directory that is not empty: fail "
+                   "(default), write into it, or empty each partition written first")
     c.set_defaults(func=_cmd_convert)
     i = sub.add_parser("inspect", help="messages, chunks, encodings, statistics, metadata",
                        description="Describe a Vortex IPC stream: its dtype and metadata, "

@@ -405,7 +405,8 @@ class AsyncStreamWriter(_Compressing):
 def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: Any = True,
               chunk_rows: int = 65_536, dtype: Any = None,
               encodings: Mapping[str, str] | None = None, integrity: bool = False,
-              end_marker: bool = False) -> int:
+              end_marker: bool = False, partition_by: Any = None, max_open_files: int = 1024,
+              existing: str = "error", basename_template: str = "part-{i}.vxipc") -> int:
     """Write ``data`` as a whole stream, ``chunk_rows`` rows per message; returns bytes written.
 
     ``sink``: a path, a binary file object or a socket. ``data``: a ``vortex_io.Array``,
@@ -420,12 +421,34 @@ def write_ipc(sink: Any, data: Any, *, metadata: MetadataLike = None, compress: 
     ``end_marker=True`` ends the stream with an end marker without integrity data (see
     ``StreamWriter``).
 
+    ``partition_by`` (a column name or a list of them): ``sink`` is a directory, written in
+    the hive layout ``sink/k1=v1/k2=v2/part-0.vxipc`` (as Polars' and pyarrow's
+    partitioned Parquet writes), the partition columns left out of the files; the data
+    (a ``RecordBatchReader`` too) is streamed, messages have at most ``chunk_rows`` rows,
+    and every other option applies to every file. ``max_open_files``: files open at once
+    (the least recently used is closed, and its partition's later rows go to a new file,
+    ``part-1.vxipc``...). ``existing``: for a ``sink`` that is not empty, ``'error'``,
+    ``'overwrite_or_ignore'`` (files of the same name are replaced) or
+    ``'delete_matching'`` (each partition directory written is emptied first), as
+    pyarrow's ``existing_data_behavior``. ``basename_template``: the files' name, ``{i}``
+    the file part. Returns the bytes written over all files (see
+    ``vortex_io._ipc.partitioned``).
+
     >>> import io, pyarrow as pa, vortex_io as vio
     >>> n = vio.write_ipc(io.BytesIO(), pa.table({"x": list(range(10))}), chunk_rows=4)
     >>> n > 0
     True
     """
     import pyarrow as pa
+
+    if partition_by is not None:
+        from .partitioned import write_partitioned
+
+        return write_partitioned(sink, data, partition_by, metadata=metadata,
+                                 compress=compress, chunk_rows=chunk_rows, dtype=dtype,
+                                 encodings=encodings, integrity=integrity,
+                                 end_marker=end_marker, max_open_files=max_open_files,
+                                 existing=existing, basename_template=basename_template)
 
     check_int("write_ipc", "chunk_rows", chunk_rows, minimum=1)
     chunk_rows = min(chunk_rows, MAX_ROWS)

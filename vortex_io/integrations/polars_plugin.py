@@ -1080,10 +1080,16 @@ def write_ipc(df: pl.DataFrame, sink: Any, *, metadata: Any = None, compress: bo
 
 
 def sink_ipc(lf: pl.LazyFrame, sink: Any, *, metadata: Any = None, compress: bool = True,
-             chunk_rows: int = 65_536, lazy: bool = False) -> Any:
+             chunk_rows: int = 65_536, lazy: bool = False, partition_by: Any = None,
+             max_open_files: int = 1024, existing: str = "error") -> Any:
     """Stream a ``polars.LazyFrame`` into a Vortex IPC stream with bounded memory (the
     streaming engine produces batches of about ``chunk_rows`` rows; each becomes one or
     more messages as it arrives). Returns the bytes written.
+
+    ``partition_by`` (a column name or a list of them): ``sink`` is a directory written in
+    the hive layout ``sink/k1=v1/.../part-0.vxipc`` (as ``sink_parquet`` with a
+    partitioned target writes it), still batch by batch; ``max_open_files`` and
+    ``existing`` are ``vortex_io.write_ipc``'s.
 
     ``lazy=True`` (as ``sink_parquet(lazy=True)``): return a ``LazyFrame`` that writes the
     stream when it is collected (alone or with ``pl.collect_all``) and collects to an empty
@@ -1095,7 +1101,9 @@ def sink_ipc(lf: pl.LazyFrame, sink: Any, *, metadata: Any = None, compress: boo
 
         def run(with_columns: Any, predicate: Any, n_rows: Any, batch_size: Any
                 ) -> Iterator[DataFrame]:
-            sink_ipc(lf, sink, metadata=metadata, compress=compress, chunk_rows=chunk_rows)
+            sink_ipc(lf, sink, metadata=metadata, compress=compress, chunk_rows=chunk_rows,
+                     partition_by=partition_by, max_open_files=max_open_files,
+                     existing=existing)
             return iter(())
 
         return register_io_source(run, schema=pl.Schema(), explain_name="vortex-ipc sink",
@@ -1113,6 +1121,10 @@ def sink_ipc(lf: pl.LazyFrame, sink: Any, *, metadata: Any = None, compress: boo
             yield from t.to_batches()
 
     reader = pa.RecordBatchReader.from_batches(arrow_schema, batches())
+    if partition_by is not None:
+        return vio.write_ipc(sink, reader, metadata=metadata, compress=compress,
+                             chunk_rows=chunk_rows, partition_by=partition_by,
+                             max_open_files=max_open_files, existing=existing)
     return vio.write_ipc(sink, reader, metadata=metadata, compress=compress,
                          chunk_rows=chunk_rows)
 
@@ -1146,15 +1158,19 @@ def register() -> None:
 
         @pl.api.register_lazyframe_namespace("vortex")
         class LazyFrameVortex:
-            """``lf.vortex.sink_ipc(sink, *, metadata=None, compress=True, lazy=False)``."""
+            """``lf.vortex.sink_ipc(sink, *, metadata=None, compress=True, lazy=False,
+            partition_by=None)``."""
 
             def __init__(self, lf: LazyFrame) -> None:
                 self._lf = lf
 
             def sink_ipc(self, sink: Any, *, metadata: Any = None, compress: bool = True,
-                         chunk_rows: int = 65_536, lazy: bool = False) -> Any:
+                         chunk_rows: int = 65_536, lazy: bool = False,
+                         partition_by: Any = None, max_open_files: int = 1024,
+                         existing: str = "error") -> Any:
                 return sink_ipc(self._lf, sink, metadata=metadata, compress=compress,
-                                chunk_rows=chunk_rows, lazy=lazy)
+                                chunk_rows=chunk_rows, lazy=lazy, partition_by=partition_by,
+                                max_open_files=max_open_files, existing=existing)
 
         pl.scan_vortex_ipc = scan_vortex_ipc
         pl.read_vortex_ipc = read_vortex_ipc
