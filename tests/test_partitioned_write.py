@@ -306,6 +306,22 @@ def test_cli_convert_partition_by_writes_a_hive_directory(parts, tmp_path: Path)
             assert list(r)
 
 
+def test_cli_convert_of_a_hive_directory_keeps_its_partition_columns(tmp_path: Path) -> None:
+    """A partitioned directory converted back to one file: its key=value directories are
+    columns after the data's (as vortex_io.scan, Polars and pyarrow read them), for Vortex
+    IPC and Parquet layouts alike."""
+    t = pa.table({"v": list(range(12)), "k": [i % 3 for i in range(12)],
+                  "c": ["x y" if i % 2 else "a/b" for i in range(12)]})
+    vio.write_ipc(tmp_path / "vx", t, partition_by=["k", "c"])
+    pq.write_to_dataset(t, tmp_path / "pq", partition_cols=["k", "c"])
+    for src in ("vx", "pq"):
+        out = tmp_path / f"{src}.vxipc"
+        assert main(["convert", str(tmp_path / src), str(out), "-q"]) == 0
+        back = vio.read_table(out)
+        assert back.column_names == ["v", "k", "c"], src
+        assert back.sort_by("v").equals(t), src
+
+
 def test_cli_convert_partition_by_existing(parts, tmp_path: Path, capsys) -> None:
     d, t = parts
     out = tmp_path / "out"

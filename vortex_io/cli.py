@@ -552,7 +552,8 @@ def convert(src: str, dst: str, *, src_fmt: str | None = None, dst_fmt: str | No
     many = _input_files(src, src_fmt)
     if many is not None:
         return _convert_many(many, dst, fo, chunk_rows=chunk_rows, compress=compress,
-                             encodings=encodings, progress=progress, integrity=integrity)
+                             encodings=encodings, progress=progress, integrity=integrity,
+                             base=src if os.path.isdir(src) else None)
     inp, fi = _input_format(src, src_fmt)
     try:
         out = Output(dst)
@@ -630,9 +631,18 @@ def _input_files(src: str, given: str | None) -> list[tuple[str, str]] | None:
     return out
 
 
-def _read_many(files: list[tuple[str, str]], batch_rows: int) -> Source:
+def _read_many(files: list[tuple[str, str]], batch_rows: int, base: str | None = None
+               ) -> Source:
     """The files read one after the other as one source: the first file's schema and
-    stream metadata; a file whose schema differs fails when it is reached."""
+    stream metadata; a file whose schema differs fails when it is reached. ``base``: the
+    directory the files were found in, whose hive partitions (``key=value`` directories
+    agreeing over all files) become columns after the data's, as ``vortex_io.scan`` reads
+    them."""
+    import pyarrow as pa
+
+    from ._errors import VortexIPCError
+    from ._hive import partitions
+
     sizes = []
     for p, _ in files:
         try:
@@ -641,6 +651,13 @@ def _read_many(files: list[tuple[str, str]], batch_rows: int) -> Source:
             raise CommandError(_strerror(e), path=p) from None
     first_inp = Input(files[0][0])
     first = _read_located(first_inp, files[0][1], batch_rows)
+    try:
+        parts = None if base is None else \
+            partitions([(p, base) for p, _ in files], None, None, first.schema.names)
+    except VortexIPCError as e:
+        raise CommandError(e.reason, path=e.source or base) from None
+    schema = first.schema if parts is None else \
+        pa.schema(list(first.schema) + list(parts.schema), metadata=first.schema.metadata)
     done = [0]  # bytes of the files read to their end
     current: list[Source] = [first]
 
@@ -658,7 +675,13 @@ def _read_many(files: list[tuple[str, str]], batch_rows: int) -> Source:
                                        f"{_schema_line(first.schema)}", path=path)
             current[0] = src
             try:
-                yield from _batches_located(src.batches, fmt, inp.name)
+                if parts is None:
+                    yield from _batches_located(src.batches, fmt, inp.name)
+                    continue
+                for batch, md in _batches_located(src.batches, fmt, inp.name):
+                    cols = parts.columns(parts.names, batch.num_rows, i)
+                    yield pa.RecordBatch.from_arrays(list(batch.columns) + cols,
+                                                     schema=schema), md
             finally:
                 inp.close()
             done[0] += sizes[i]
@@ -667,7 +690,7 @@ def _read_many(files: list[tuple[str, str]], batch_rows: int) -> Source:
         t = current[0].tell
         return done[0] + (t() if t is not None else 0)
 
-    return Source(first.schema, first.metadata, gen(), size=sum(sizes), tell=tell)
+    return Source(schema, first.metadata, gen(), size=sum(sizes), tell=tell)
 
 
 def _schema_line(schema: Any) -> str:
@@ -676,8 +699,9 @@ def _schema_line(schema: Any) -> str:
 
 def _convert_many(files: list[tuple[str, str]], dst: str, fo: str, *, chunk_rows: int,
                   compress: bool, encodings: dict[str, str] | None, progress: bool,
-                  integrity: bool) -> int:
-    """``convert`` of a directory or glob input to one output."""
+                  integrity: bool, base: str | None = None) -> int:
+    """``convert`` of a directory or glob input to one output (``base``: the directory, whose
+    hive partitions are columns)."""
     out = Output(dst)
     if out.is_terminal and fo in _BINARY:
         raise UsageError(f"not writing a {FORMAT_NAMES[fo]} to a terminal: redirect the "
@@ -685,7 +709,7 @@ def _convert_many(files: list[tuple[str, str]], dst: str, fo: str, *, chunk_rows
     if not out.streamed and os.path.exists(dst) \
             and any(os.path.samefile(p, dst) for p, _ in files):
         raise UsageError("the output is one of the inputs", path=dst)
-    source = _read_many(files, chunk_rows)
+    source = _read_many(files, chunk_rows, base)
     _check_encodings(encodings, source.schema)
     source.batches = _read_ahead(source.batches)
     prog = Progress(progress, source)
@@ -733,7 +757,7 @@ def _convert_partitioned(src: str, dst: str, *, src_fmt: str | None, dst_fmt: st
     many = _input_files(src, src_fmt)
     inp: Input | None = None
     if many is not None:
-        source = _read_many(many, chunk_rows)
+        source = _read_many(many, chunk_rows, src if os.path.isdir(src) else None)
     else:
         inp, fi = _input_format(src, src_fmt)
         source = _read_located(inp, fi, chunk_rows)
