@@ -687,3 +687,34 @@ def test_a_batch_that_fails_to_decode_raises_a_located_error_on_every_route(nati
         assert "offsets [0, 60] fall outside 6 bytes of data" in str(e), route
         if route != "read_ipc":  # (its array is decoded after the read: nowhere to say)
             assert (e.message_index, e.offset) == (1, at), (route, e)
+
+
+def test_read_ipc_decode_errors_name_the_message_they_are_in():
+    """``read_ipc(...)`` decodes its chunks lazily: an error found when ``to_arrow()``
+    decodes one names that chunk's message and byte offset, as a batch's error does."""
+    import random
+
+    from vortex_io._scan import message_spans
+
+    t = pa.table({"s": [f"v{i % 40}" for i in range(6000)], "x": np.arange(6000) * 3})
+    buf = io.BytesIO()
+    vio.write_ipc(buf, t, chunk_rows=1000)
+    data = buf.getvalue()
+    offsets = {sp.index: sp.offset for sp in message_spans(data)}
+    rng = random.Random(7)
+    decode_errors = 0
+    for _ in range(400):
+        m = bytearray(data)
+        for _ in range(rng.randint(1, 3)):
+            m[rng.randrange(offsets[1], len(m))] = rng.randrange(256)
+        try:
+            arr = vio.read_ipc(bytes(m))
+        except vio.VortexIPCError as e:
+            assert e.message_index is not None and e.offset is not None, e
+            continue
+        try:
+            arr.to_arrow()
+        except vio.VortexIPCError as e:
+            decode_errors += 1
+            assert e.message_index in offsets and e.offset == offsets[e.message_index], e
+    assert decode_errors > 10  # (the mutants do reach the lazy decode)

@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import numpy as np
 
 from . import dtype as dt
-from ._errors import ColumnNotFoundError, LimitExceededError, MalformedStreamError, UnsupportedError
+from ._errors import (
+    ColumnNotFoundError,
+    LimitExceededError,
+    MalformedStreamError,
+    UnsupportedError,
+    VortexIPCError,
+)
 from ._limits import DEFAULT_LIMITS, ReaderLimits
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -324,9 +330,24 @@ class Array:
         try:
             return self._cache["canonical"]
         except KeyError:
-            c = self._enc.canonicalize(self)
+            origin = self._cache.get("origin")
+            try:
+                c = self._enc.canonicalize(self)
+            except VortexIPCError as e:
+                if origin is None:
+                    raise
+                raise e.locate(**origin) from None
             self._cache["canonical"] = c
             return c
+
+    def located(self, *, message_index: int, offset: int, source: str | None) -> Array:
+        """Mark this array as the one a stream's message ``message_index`` (at byte
+        ``offset`` of ``source``) holds: an error decoding it is located there, as a
+        batch's are (what ``read_ipc`` / ``StreamReader.read_all`` chunks carry).
+        Returns ``self``."""
+        self._cache["origin"] = {"message_index": message_index, "offset": offset,
+                                 "source": source}
+        return self
 
     def to_arrow(self, *, string_view: bool = False) -> pa.Array | pa.ChunkedArray:
         """Decode to a ``pyarrow.Array`` (``ChunkedArray`` for a chunked array).
@@ -336,9 +357,15 @@ class Array:
         ``string_view=True`` decodes strings and binary, at any depth, to Arrow
         ``string_view`` / ``binary_view`` (Polars' and DuckDB's own layout).
         """
-        if not string_view:
-            return self._enc.to_arrow(self)
-        return arrow_hook(self._enc.to_arrow, self)
+        origin = self._cache.get("origin")
+        try:
+            if not string_view:
+                return self._enc.to_arrow(self)
+            return arrow_hook(self._enc.to_arrow, self)
+        except VortexIPCError as e:
+            if origin is None:
+                raise
+            raise e.locate(**origin) from None
 
     def to_numpy(self, *, zero_copy_only: bool = False) -> np.ndarray:
         """Decode to numpy (nulls follow ``pyarrow.Array.to_numpy`` conventions)."""

@@ -856,7 +856,9 @@ class StreamReader:
         """Every remaining batch as one array (``vortex.chunked`` when there are several)."""
         from ..encodings._chunked import chunked_array
 
-        chunks = [b.array for b in self]
+        name = self.source_name
+        chunks = [b.array.located(message_index=b.index, offset=b.offset, source=name)
+                  for b in self]
         return chunks[0] if len(chunks) == 1 else chunked_array(chunks, self.dtype)
 
     def read_arrow(self, *, string_view: bool = False, threads: int | None = None) -> Any:
@@ -1170,7 +1172,8 @@ class AsyncStreamReader:
     async def read_all(self) -> Array:
         from ..encodings._chunked import chunked_array
 
-        chunks = [b.array async for b in self]
+        chunks = [b.array.located(message_index=b.index, offset=b.offset, source=None)
+                  async for b in self]
         assert self.dtype is not None
         return chunks[0] if len(chunks) == 1 else chunked_array(chunks, self.dtype)
 
