@@ -29,6 +29,7 @@ from typing import Any
 
 from .. import dtype as dt
 from .._array import Array
+from .._arrow import arrow_take
 from .._check import check_int, check_metadata, check_type, describe
 from .._errors import ColumnNotFoundError, UnsupportedError
 from .._metadata import MetadataLike
@@ -200,7 +201,9 @@ class _PartitionedWriter:
         starts = np.flatnonzero(np.diff(sorted_codes)) + 1
         bounds = [0, *starts.tolist(), len(order)]
         single = len(bounds) == 2
-        taken = data if single else data.take(pa.array(order))
+        # (arrow_take: pyarrow has no take kernel for string_view / binary_view columns)
+        taken = data if single else pa.RecordBatch.from_arrays(
+            [arrow_take(c, order) for c in data.columns], schema=data.schema)
         for a, b in itertools.pairwise(bounds):
             row = int(order[a])
             key = tuple(seg[int(idx[row])] for seg, idx in zip(segments, per_key))
