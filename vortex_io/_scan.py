@@ -673,6 +673,13 @@ class Scan:
                         setattr(stats, f, getattr(stats, f) + getattr(got, f))
 
     @property
+    def partitions(self) -> Partitions | None:
+        """The hive partitions of the sources (their keys' ``schema`` and each source's
+        ``values``), None when there are none (reads the first source's DType message)."""
+        self._read_dtype()
+        return self._hive
+
+    @property
     def dtype(self) -> dt.DType:
         """The dtype of the streams (the first source's)."""
         return self._read_dtype()

@@ -19,36 +19,35 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import VortexIPCError
-from .._hive import Partitions, partitions
-from .._ipc.reader import StreamReader
 from .._limits import ReaderLimits
 from .._scan import (
     MessageRange,
     MessageSpan,
     Scan,
-    expand_with_bases,
+    expand_sources,
     message_ranges,
     message_spans,
 )
-from ..dtype import Struct
 
 __all__ = ["Files", "Piece", "file_spans", "group_pieces", "plan_pieces", "resolve_paths"]
 
 
-def _sources(paths: Any) -> list[tuple[str, str | None]]:
-    """The files of ``paths`` with the directory each was found in (see ``resolve_paths``)."""
+def _items(paths: Any) -> list[str]:
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     for it in items:
         if not isinstance(it, (str, os.PathLike)):
             raise TypeError(f"a source is a path, a glob, a directory or a list of them, not "
                             f"{type(it).__name__}")
-    out = expand_with_bases([os.fspath(it) for it in items], None)
-    for p, _ in out:
+    return [os.fspath(it) for it in items]
+
+
+def _checked(files: list[str], paths: Any) -> list[str]:
+    for p in files:
         if not os.path.isfile(p):
             raise FileNotFoundError(f"no such file: {p!r}")
-    if not out:
+    if not files:
         raise FileNotFoundError(f"no files to read in {paths!r}")
-    return out
+    return files
 
 
 def resolve_paths(paths: Any) -> list[str]:
@@ -56,30 +55,28 @@ def resolve_paths(paths: Any) -> list[str]:
     of those, expanded as every vortex_io source is (``vortex_io.expand_sources``: a
     directory is its ``*.vxipc`` files at any depth, sorted, ``.``/``_`` names skipped).
     Raises ``FileNotFoundError`` for a missing path or a read of no files."""
-    return [p for p, _ in _sources(paths)]
+    return _checked([os.fspath(p) for p in expand_sources(_items(paths))], paths)
 
 
 @dataclass(frozen=True)
 class Files:
     """The files of a distributed read and their hive partitions (a directory's
-    ``key=value`` paths, as ``vortex_io.scan`` reads them; None: there are none). Picklable:
-    read tasks take it along."""
+    ``key=value`` paths, as ``vortex_io.scan`` reads them: ``Scan.partitions``; None:
+    there are none). Picklable: read tasks take it along."""
 
     paths: list[str]
-    partitions: Partitions | None
+    partitions: Any
 
     @classmethod
     def resolve(cls, paths: Any, limits: ReaderLimits | None = None) -> Files:
-        """The files of ``paths`` (as ``resolve_paths``), the partitions read off their paths
-        (the first file's header says which keys are data columns)."""
-        srcs = _sources(paths)
-        files = [p for p, _ in srcs]
-        try:
-            with StreamReader(files[0], limits=limits) as r:
-                d = r.dtype
-        except VortexIPCError as e:
-            raise e.locate(source=files[0]) from None
-        return cls(files, partitions(srcs, None, None, d.names if isinstance(d, Struct) else ()))
+        """The files of ``paths`` (as ``resolve_paths``) and their partitions, as a scan of
+        them all finds them (it reads the first file's header: a key the data has as a
+        column is no partition)."""
+        items = _items(paths)
+        if not items:
+            raise FileNotFoundError(f"no files to read in {paths!r}")
+        s = Scan(items, limits=limits)  # (its errors name the file)
+        return cls(_checked([os.fspath(p) for p in s.sources], paths), s.partitions)
 
     def pruned(self, path: str, filter: Any) -> bool:
         """Whether ``filter`` rules out every row of ``path`` by its partition values alone
