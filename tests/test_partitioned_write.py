@@ -7,6 +7,7 @@ written."""
 from __future__ import annotations
 
 import datetime as dtm
+import decimal
 import io
 import os
 from pathlib import Path
@@ -480,3 +481,50 @@ def test_polars_sink_never_collects_the_whole_frame(tmp_path: Path, monkeypatch)
     monkeypatch.undo()
     order = ["id", "s", "n", "d", "x", "t"]
     assert _polars_rows(tmp_path / "ds", order) == _rows(t.to_pylist(), order)
+
+
+KEY_TYPES = {
+    "i8": (pa.int8(), [1, 2, None, 1]),
+    "dt": (pa.date32(), [dtm.date(2024, 1, 1), dtm.date(2024, 1, 2)] * 2),
+    "ts": (pa.timestamp("us"), [dtm.datetime(2024, 1, 1, 0, 0, 0, 5),
+                                dtm.datetime(2024, 1, 1, 1)] * 2),
+    "tz": (pa.timestamp("ns", tz="Europe/Paris"), [dtm.datetime(2024, 1, 1, 3)] * 4),
+    "b": (pa.bool_(), [True, False, True, None]),
+    "dc": (pa.decimal128(5, 2), [decimal.Decimal("1.25"), decimal.Decimal("-3.50")] * 2),
+    "ls": (pa.large_string(), ["a", "b/c", "a", "é"]),
+    "sv": (pa.string_view(), ["a b", "x", None, "x"]),
+    "dic": (pa.dictionary(pa.int32(), pa.string()), ["x", "y", "x", None]),
+    "f": (pa.float64(), [0.1, 1e300, 0.1, -0.0]),
+    "bin": (pa.binary(), [b"plain", b"ab", b"ab", None]),
+}
+
+
+@pytest.mark.parametrize("key", list(KEY_TYPES))
+def test_partition_columns_read_back_with_their_exact_arrow_fields(tmp_path: Path, key) -> None:
+    """Every file keeps the partition columns' Arrow fields (reserved stream metadata), so
+    ``vortex_io.read_table`` gives back their types, nullability and field metadata, where
+    a reader of the paths alone could only infer int64 / float64 / string."""
+    typ, values = KEY_TYPES[key]
+    field = pa.field(key, typ, nullable=None in values, metadata={"unit": key})
+    t = pa.table({"v": list(range(len(values))), key: pa.array(values, typ)},
+                 schema=pa.schema([pa.field("v", pa.int64()), field]))
+    vio.write_ipc(tmp_path / "d", t, partition_by=[key])
+    back = vio.read_table(tmp_path / "d")
+    got = back.schema.field(key)
+    assert got.equals(field, check_metadata=True), (got, field)
+    rows = sorted(zip(back["v"].to_pylist(), back[key].to_pylist()))
+    assert rows == sorted(zip(t["v"].to_pylist(), t[key].to_pylist()))
+    with vio.StreamReader(_files(tmp_path / "d")[0]) as r:
+        assert r.partition_schema.field(key).equals(field, check_metadata=True)
+        assert not any(k.startswith(b"vortex_io.") for k in r.metadata)  # not the user's
+    # hive_schema= still decides; hive_partitioning=False reads the data columns only
+    assert vio.read_table(tmp_path / "d", hive_schema={key: pa.string()}).schema.field(
+        key).type == pa.string()
+    assert vio.read_table(tmp_path / "d", hive_partitioning=False).column_names == ["v"]
+
+
+def test_binary_keys_that_are_no_text_are_refused_naming_the_column(tmp_path: Path) -> None:
+    t = pa.table({"v": [1], "k": pa.array([b"\x00\xff"], pa.binary())})
+    with pytest.raises(vio.UnsupportedError, match="partition column 'k' holds values that "
+                       "are no text"):
+        vio.write_ipc(tmp_path / "d", t, partition_by=["k"])

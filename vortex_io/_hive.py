@@ -27,13 +27,39 @@ from typing import Any
 from urllib.parse import unquote
 
 from . import dtype as dt
-from ._errors import ColumnNotFoundError, TypeMismatchError, VortexIPCError
+from ._errors import ColumnNotFoundError, MalformedStreamError, TypeMismatchError, VortexIPCError
 from .compute._expr import FLIP, And, Column, Compare, Expr, IsIn, IsNull, Literal, Not, Or
 
-__all__ = ["DEFAULT_PARTITION", "Partitions", "partitions", "path_keys"]
+__all__ = ["DEFAULT_PARTITION", "STORED_KEY", "Partitions", "partitions", "path_keys",
+           "read_stored", "stored_value"]
 
 #: the directory value of a null key (Hive's, and what Polars, pyarrow and DuckDB write)
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+#: the reserved stream metadata key under which a partitioned write keeps the partition
+#: columns' exact Arrow fields (types, nullability, field metadata) in every file
+STORED_KEY = b"vortex_io.hive_schema"
+
+
+def stored_value(schema: Any) -> tuple[bytes, bytes]:
+    """The reserved pair keeping ``schema`` (the partition columns' fields)."""
+    return STORED_KEY, schema.serialize().to_pybytes()
+
+
+def read_stored(values: Sequence[bytes], source: str | None) -> Any:
+    """The partition columns' schema a file keeps (``values``: its ``STORED_KEY`` values),
+    None when it keeps none; a value that is no schema is a ``MalformedStreamError``."""
+    import pyarrow as pa
+
+    if not values:
+        return None
+    if len(values) > 1:
+        raise MalformedStreamError(f"the stream has {len(values)} {STORED_KEY.decode()} values",
+                                   source=source)
+    try:
+        return pa.ipc.read_schema(pa.py_buffer(values[0]))
+    except (pa.ArrowException, ValueError, TypeError, OSError) as e:
+        raise MalformedStreamError(f"the stream's {STORED_KEY.decode()} value is not an Arrow "
+                                   f"schema: {e}", source=source) from None
 
 
 def path_keys(path: str, base: str | None) -> list[tuple[str, str]]:
@@ -111,7 +137,10 @@ class Partitions:
         return list(self.schema.names)
 
     def dtype(self, name: str) -> dt.DType:
-        return dt.from_arrow(self.schema.field(name).type)
+        import pyarrow as pa
+
+        t = self.schema.field(name).type
+        return dt.from_arrow(t.value_type if pa.types.is_dictionary(t) else t)
 
     def subset(self, index: int) -> Partitions:
         """The partition values of file ``index`` alone (what a scan of that file takes)."""
@@ -120,7 +149,10 @@ class Partitions:
     def columns(self, names: Sequence[str], rows: int, index: int, *,
                 string_view: bool = False, dictionary: Sequence[str] = ()) -> list[Any]:
         """The constant Arrow arrays of ``names`` for ``rows`` rows of file ``index``."""
+        import numpy as np
         import pyarrow as pa
+
+        from ._arrow import arrow_take
 
         out = []
         for n in names:
@@ -135,7 +167,8 @@ class Partitions:
                 continue
             if string_view and pa.types.is_string(t):
                 t = pa.string_view()
-            out.append(pa.nulls(rows, t) if v is None else pa.repeat(pa.scalar(v, t), rows))
+            one = pa.nulls(1, t) if v is None else pa.array([v], t)
+            out.append(arrow_take(one, np.zeros(rows, dtype=np.int64)))
         return out
 
     def bind(self, e: Expr, index: int) -> Expr | bool:
@@ -243,15 +276,16 @@ def _base_dir(base: str) -> str:
 
 def partitions(files: Sequence[tuple[Any, str | None]], enabled: bool | None,
                schema: Mapping[str, Any] | None = None,
-               data_names: Sequence[str] = ()) -> Partitions | None:
+               data_names: Sequence[str] = (), stored: Any = None) -> Partitions | None:
     """The hive partitions of ``files`` (each ``(path, base)``: the directory it was found
     in, None for a path given as a file), or None when there are none.
 
     ``enabled``: None detects them (every file found in a directory, all with the same
     keys below it); True reads the ``key=value`` directories of every path (raising when
     the files disagree on the keys); False: none. ``schema``: Arrow types of keys (a
-    mapping of name to ``pyarrow.DataType``), the others inferred. A key the data already
-    has as a column is not a partition column (the stream's column is read).
+    mapping of name to ``pyarrow.DataType``), then the fields ``stored`` (an Arrow schema:
+    what a partitioned write keeps in its files) gives, the others inferred. A key the data
+    already has as a column is not a partition column (the stream's column is read).
     """
     import pyarrow as pa
 
@@ -291,13 +325,17 @@ def partitions(files: Sequence[tuple[Any, str | None]], enabled: bool | None,
             continue
         raw = [None if ks[j][1] in (DEFAULT_PARTITION, "") else ks[j][1] for ks in keys]
         t = schema.get(name)
-        if t is None:
+        f = None
+        if t is None and stored is not None and name in stored.names:
+            f = stored.field(name)
+            t = f.type
+        elif t is None:
             t = _infer(raw)
         elif not isinstance(t, pa.DataType):
             raise TypeError(f"hive_schema: the type of {name!r} must be a pyarrow.DataType, "
                             f"not {type(t).__name__}")
         cols[name] = _parse(raw, t, name, paths)
-        fields.append(pa.field(name, t))
+        fields.append(f if f is not None else pa.field(name, t))
     if not fields:
         return None
     values = [{n: cols[n][i] for n in cols} for i in range(len(files))]

@@ -573,7 +573,8 @@ class Scan:
         self._metadata = r.metadata
         hive = self._hive = self._given_partitions if self._given_partitions is not None \
             else partitions(self._expanded, self.hive_partitioning, self._hive_schema,
-                            d.names if isinstance(d, dt.Struct) else ())
+                            d.names if isinstance(d, dt.Struct) else (),
+                            stored=r.partition_schema)
         if hive is not None:
             self._set_hive_schema(r, hive)
             return d
@@ -615,7 +616,7 @@ class Scan:
         exact = _dictionary_schema(exact, d, [n for n in self.read_dictionary if n not in keys])
         parts = hive.columns([n for n in names if n in keys], 0, 0,
                              string_view=self.string_view, dictionary=self.read_dictionary)
-        part_fields = {n: pa.field(n, a.type) for n, a in
+        part_fields = {n: hive.schema.field(n).with_type(a.type) for n, a in
                        zip([n for n in names if n in keys], parts)}
         self._out_schema = pa.schema([part_fields[n] if n in keys else exact.field(n)
                                       for n in names], metadata=exact.metadata)

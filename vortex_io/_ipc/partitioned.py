@@ -159,6 +159,8 @@ class _PartitionedWriter:
                  writer_options: dict[str, Any], chunk_rows: int, max_open_files: int,
                  existing: str, basename_template: str) -> None:
         self.root, self.keys = root, keys
+        #: every file's reserved stream metadata: the partition columns' exact Arrow fields
+        self.reserved: list[tuple[bytes, bytes]] = []
         self.file_schema, self.file_dtype = file_schema, file_dtype
         self.options = writer_options
         self.chunk_rows, self.max_open = chunk_rows, max_open_files
@@ -185,7 +187,13 @@ class _PartitionedWriter:
             col = batch.column(k)
             if pa.types.is_dictionary(col.type):
                 col = col.dictionary_decode()
-            enc = pc.dictionary_encode(pc.cast(col, pa.string()), null_encoding="encode")
+            try:
+                text = pc.cast(col, pa.string())
+            except pa.ArrowInvalid as e:  # binary keys that are not UTF-8
+                raise UnsupportedError(f"{_FUNC}(): partition column {k!r} holds values that "
+                                       f"are no text, which a directory name must be: {e}"
+                                       ) from None
+            enc = pc.dictionary_encode(text, null_encoding="encode")
             segments.append([hive_segment(k, v) for v in enc.dictionary.to_pylist()])
             idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
             per_key.append(idx)
@@ -245,7 +253,8 @@ class _PartitionedWriter:
         os.makedirs(p.dir, exist_ok=True)
         path = os.path.join(p.dir, self.template.format(i=p.part))
         p.part += 1
-        p.writer = StreamWriter(path, self.file_dtype, _caller=_FUNC, **self.options)
+        p.writer = StreamWriter(path, self.file_dtype, _caller=_FUNC, _reserved=self.reserved,
+                                **self.options)
         self.files.append(path)
         self.open[key] = p
         return p.writer
@@ -368,6 +377,9 @@ def write_partitioned(directory: Any, data: Any, partition_by: Any, *,
                         "integrity": integrity, "end_marker": end_marker},
         chunk_rows=min(chunk_rows, MAX_ROWS), max_open_files=max_open_files,
         existing=existing, basename_template=basename_template)
+    from .._hive import stored_value
+
+    w.reserved = [stored_value(pa.schema([schema.field(k) for k in keys]))]
     try:
         for b in batches:
             w.add(b)

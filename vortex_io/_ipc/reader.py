@@ -26,6 +26,8 @@ from .. import _native_glue as ng
 from .. import dtype as dt
 from .._array import Array
 from .._errors import MalformedStreamError, VortexIPCError
+from .._hive import STORED_KEY as HIVE_STORED_KEY
+from .._hive import read_stored
 from .._limits import DEFAULT_LIMITS, ReaderLimits
 from .._metadata import ARROW_SCHEMA_KEY, Metadata
 from .framing import STREAM_ALIGNMENT, MessageDecoder
@@ -667,8 +669,13 @@ class StreamReader:
         try:
             self.dtype: dt.DType
             self.metadata: Metadata
-            self.dtype, self.metadata, self._layout = _stream_header(self._next_message(),
-                                                                     self.limits)
+            first = self._next_message()
+            self.dtype, self.metadata, self._layout = _stream_header(first, self.limits)
+            assert first is not None  # (_stream_header raised for a stream of no message)
+            #: the Arrow fields of the hive partition columns a partitioned write kept in
+            #: this file (``write_ipc(dir, data, partition_by=...)``), None when it kept none
+            self.partition_schema: Any = read_stored(
+                first.header.custom_metadata.get_all(HIVE_STORED_KEY), self._src.name)
         except VortexIPCError as e:
             self._src.close()
             raise e.locate(source=self._src.name) from None

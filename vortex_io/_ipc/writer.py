@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import os
 import socket
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .. import dtype as dt
@@ -272,8 +272,11 @@ class StreamWriter(_Compressing):
     def __init__(self, sink: Any, dtype: Any, *, metadata: MetadataLike = None,
                  compress: Any = False, encodings: Mapping[str, str] | None = None,
                  integrity: bool = False, end_marker: bool = False,
-                 _caller: str = "StreamWriter") -> None:
+                 _caller: str = "StreamWriter",
+                 _reserved: Sequence[tuple[bytes, bytes]] = ()) -> None:
         self.dtype, schema_pairs = _stream_dtype(dtype, _caller)
+        if _reserved:  # (what the library adds under its reserved prefix, e.g. hive keys)
+            schema_pairs = [*schema_pairs, *_reserved]
         self.metadata = check_metadata(_caller, "metadata", metadata)
         check_type(_caller, "end_marker", end_marker, bool, "a bool")
         self.integrity = integrity
