@@ -161,6 +161,11 @@ class _PartitionedWriter:
         self.root, self.keys = root, keys
         #: every file's reserved stream metadata: the partition columns' exact Arrow fields
         self.reserved: list[tuple[bytes, bytes]] = []
+        from .._compress import CompressSession
+
+        #: the compressor's plans, shared by every file: a column's encodings are searched
+        #: once, then replayed in each partition (searched again where they fit worse)
+        self.session = CompressSession()
         self.file_schema, self.file_dtype = file_schema, file_dtype
         self.options = writer_options
         self.chunk_rows, self.max_open = chunk_rows, max_open_files
@@ -254,7 +259,7 @@ class _PartitionedWriter:
         path = os.path.join(p.dir, self.template.format(i=p.part))
         p.part += 1
         p.writer = StreamWriter(path, self.file_dtype, _caller=_FUNC, _reserved=self.reserved,
-                                **self.options)
+                                _session=self.session, **self.options)
         self.files.append(path)
         self.open[key] = p
         return p.writer

@@ -273,7 +273,7 @@ class StreamWriter(_Compressing):
                  compress: Any = False, encodings: Mapping[str, str] | None = None,
                  integrity: bool = False, end_marker: bool = False,
                  _caller: str = "StreamWriter",
-                 _reserved: Sequence[tuple[bytes, bytes]] = ()) -> None:
+                 _reserved: Sequence[tuple[bytes, bytes]] = (), _session: Any = None) -> None:
         self.dtype, schema_pairs = _stream_dtype(dtype, _caller)
         if _reserved:  # (what the library adds under its reserved prefix, e.g. hive keys)
             schema_pairs = [*schema_pairs, *_reserved]
@@ -283,6 +283,8 @@ class StreamWriter(_Compressing):
         #: whether ``close()`` writes the end marker (always, with integrity data)
         self.end_marker = bool(end_marker) or bool(integrity)
         self._init_compression(compress, encodings, _caller)
+        if _session is not None:  # the compressor's plans, shared with other streams
+            self._session = _session
         self._enc = MessageEncoder(integrity=integrity)
         # (refuses reserved keys from the user; adds the exact Arrow schema where needed)
         first = self._enc.dtype_message(self.dtype, self.metadata, schema_pairs)
