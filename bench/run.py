@@ -8,7 +8,7 @@ pyarrow's uncompressed Arrow IPC) and ``codecs`` (compressed stream bytes, encod
 and decode time against vortex-data, Arrow IPC none/lz4/zstd and Parquet zstd, with the
 encodings chosen per column) here; ``decode``, ``scan``, ``adapters`` (``--only
 issue19`` runs the three and prints the bars of ``bench/bars.py``), ``polars``, ``duckdb``,
-``inverted_index``, ``integrity`` in their modules. New groups register with ``@group(...)`` below (or in
+``inverted_index``, ``integrity``, ``partitioned`` in their modules. New groups register with ``@group(...)`` below (or in
 a module imported here). Results print as tables and are written as JSON under bench/out/.
 """
 
@@ -348,6 +348,7 @@ import bench.bench_decode  # noqa: E402  (registers the decode group)
 import bench.bench_duckdb  # noqa: E402  (registers the duckdb group)
 import bench.bench_integrity as _bench_integrity  # noqa: E402, F401  (registers integrity)
 import bench.bench_inverted_index as _bench_ii  # noqa: E402, F401  (registers inverted_index)
+import bench.bench_partitioned as _bench_partitioned  # noqa: E402, F401  (registers partitioned)
 import bench.bench_polars  # noqa: E402, F401  (registers the polars group)
 import bench.bench_rpc as _bench_rpc  # noqa: E402, F401  (registers the rpc group)
 import bench.bench_scan as _bench_scan  # noqa: E402, F401  (registers the scan group)
