@@ -332,3 +332,36 @@ def test_any_filter_over_partitions_agrees_with_the_stream_oracle(hive_and_oracl
         assert _sorted(got, ["x"]).equals(_sorted(expect, ["x"])), f
 
     check()
+
+
+def test_a_kept_partition_schema_that_is_no_schema_is_a_malformed_stream(tmp_path):
+    p = tmp_path / "k=1" / "a.vxipc"
+    p.parent.mkdir()
+    with vio.StreamWriter(p, pa.schema([("v", pa.int64())]),
+                          _reserved=[(b"vortex_io.hive_schema", b"not a schema")]) as w:
+        w.write(pa.table({"v": [1]}))
+    with pytest.raises(vio.MalformedStreamError, match=r"vortex_io\.hive_schema value is not an "
+                       r"Arrow schema") as e:
+        vio.read_table(tmp_path)
+    assert e.value.source == str(p)
+
+
+def test_a_renamed_partition_directory_that_no_longer_parses_names_the_file(tmp_path):
+    t = pa.table({"v": [1, 2], "day": pa.array([0, 1], pa.int32()).cast(pa.date32())})
+    vio.write_ipc(tmp_path / "d", t, partition_by=["day"])
+    (tmp_path / "d" / "day=1970-01-02").rename(tmp_path / "d" / "day=tuesday")
+    with pytest.raises(vio.VortexIPCError, match=r"hive partition day='tuesday' is not a "
+                       r"date32") as e:
+        vio.read_table(tmp_path / "d")
+    assert "day=tuesday" in e.value.source
+
+
+def test_distributed_readers_keep_the_partition_types(tmp_path):
+    pytest.importorskip("dask.dataframe")
+    from vortex_io.integrations.dask_dataframe import read_vortex_ipc
+
+    t = pa.table({"v": [1, 2, 3], "k": pa.array([1, 2, 1], pa.int8())})
+    vio.write_ipc(tmp_path / "d", t, partition_by=["k"])
+    df = read_vortex_ipc(str(tmp_path / "d")).compute(scheduler="sync")
+    assert str(df["k"].dtype) == "int8[pyarrow]"
+    assert sorted(zip(df["v"], df["k"])) == [(1, 1), (2, 2), (3, 1)]
