@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import VortexIPCError
@@ -66,6 +66,11 @@ class Files:
 
     paths: list[str]
     partitions: Any
+    #: path -> its index in ``paths`` (a read of many files looks pieces up by path)
+    index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", {p: i for i, p in enumerate(self.paths)})
 
     @classmethod
     def resolve(cls, paths: Any, limits: ReaderLimits | None = None) -> Files:
@@ -82,13 +87,13 @@ class Files:
         """Whether ``filter`` rules out every row of ``path`` by its partition values alone
         (a read task need not open it)."""
         return self.partitions is not None and filter is not None and \
-            self.partitions.bind(filter, self.paths.index(path)) is False
+            self.partitions.bind(filter, self.index[path]) is False
 
     def scan(self, path: str, **kw: Any) -> Scan:
         """The ``vortex_io.Scan`` of one of the files (``kw``: ``Scan``'s options), its
         partition columns included."""
         sub = None if self.partitions is None else \
-            self.partitions.subset(self.paths.index(path))
+            self.partitions.subset(self.index[path])
         return Scan(path, hive_partitioning=False if sub is None else None, _partitions=sub,
                     **kw)
 
