@@ -564,20 +564,29 @@ def convert(src: str, dst: str, *, src_fmt: str | None = None, dst_fmt: str | No
                 and os.path.samefile(src, dst):
             raise UsageError("the output is the input", path=dst)
         source = _read_located(inp, fi, chunk_rows)
-        _check_encodings(encodings, source.schema)
-        source.batches = _read_ahead(_batches_located(source.batches, fi, inp.name))
-        prog = Progress(progress, source)
-        try:
-            with out as f:
-                _write(f, fo, source, prog, chunk_rows=chunk_rows, compress=compress,
-                       encodings=encodings, integrity=integrity)
-        except BaseException:
-            prog.clear()
-            raise
-        prog.done()
-        return prog.rows
+        source.batches = _batches_located(source.batches, fi, inp.name)
+        return _write_out(out, fo, source, progress, chunk_rows=chunk_rows, compress=compress,
+                          encodings=encodings, integrity=integrity)
     finally:
         inp.close()
+
+
+def _write_out(out: Output, fo: str, source: Source, progress: bool, *, chunk_rows: int,
+               compress: bool, encodings: dict[str, str] | None, integrity: bool) -> int:
+    """``source`` written to ``out`` as ``fo``, its first batch read before anything is
+    written, with progress; returns the rows written."""
+    _check_encodings(encodings, source.schema)
+    source.batches = _read_ahead(source.batches)
+    prog = Progress(progress, source)
+    try:
+        with out as f:
+            _write(f, fo, source, prog, chunk_rows=chunk_rows, compress=compress,
+                   encodings=encodings, integrity=integrity)
+    except BaseException:
+        prog.clear()
+        raise
+    prog.done()
+    return prog.rows
 
 
 #: the formats a directory input is read in without --from
@@ -709,19 +718,9 @@ def _convert_many(files: list[tuple[str, str]], dst: str, fo: str, *, chunk_rows
     if not out.streamed and os.path.exists(dst) \
             and any(os.path.samefile(p, dst) for p, _ in files):
         raise UsageError("the output is one of the inputs", path=dst)
-    source = _read_many(files, chunk_rows, base)
-    _check_encodings(encodings, source.schema)
-    source.batches = _read_ahead(source.batches)
-    prog = Progress(progress, source)
-    try:
-        with out as f:
-            _write(f, fo, source, prog, chunk_rows=chunk_rows, compress=compress,
-                   encodings=encodings, integrity=integrity)
-    except BaseException:
-        prog.clear()
-        raise
-    prog.done()
-    return prog.rows
+    return _write_out(out, fo, _read_many(files, chunk_rows, base), progress,
+                      chunk_rows=chunk_rows, compress=compress, encodings=encodings,
+                      integrity=integrity)
 
 
 def _convert_partitioned(src: str, dst: str, *, src_fmt: str | None, dst_fmt: str | None,
