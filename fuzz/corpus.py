@@ -147,7 +147,7 @@ def _generated() -> dict[str, bytes]:
     out["gen/inverted_index_table"] = _table_stream(
         pa.table({"city": strs_nulls}), chunk_rows=200,
         encodings={"city": "vortex_io.inverted_index"})
-    # integrity data (issue 17): records on every message and the end marker
+    # integrity data: records on every message and the end marker
     out["gen/integrity_compressed"] = _table_stream(t, chunk_rows=500, metadata={"k": "v"},
                                                     integrity=True)
     out["gen/integrity_small"] = _table_stream(pa.table({"x": [1, None, 3]}), chunk_rows=2,

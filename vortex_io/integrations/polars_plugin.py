@@ -8,8 +8,8 @@
 ``pl.read_vortex_ipc``, ``DataFrame.vortex.write_ipc`` and ``LazyFrame.vortex.sink_ipc``;
 the same functions are importable from this module (type checkers see them here).
 
-How it plugs into Polars 2.1 (measured; see ``shared/reference/adapters.md``)
--------------------------------------------------------------------------------
+How it plugs into Polars 2.1 (measured)
+---------------------------------------
 Polars offers two Python scan-source APIs. We use ``scan_external_reader`` (one
 ``FileReader`` per source, Polars' own ``scan_lance`` uses it), not ``register_io_source``,
 because measured on Polars 2.1.0:
