@@ -253,15 +253,13 @@ class Partitions:
             raise err.name_column(name) from None
 
     def check(self, e: Expr, data: dt.DType) -> None:
-        """Raise early for a column neither the data nor the partitions have, or a literal
-        a partition column cannot be compared with."""
+        """Raise early for a column neither the data nor the partitions have (``bind``
+        raises for a literal a partition column cannot be compared with)."""
         data_names = list(data.names) if isinstance(data, dt.Struct) else []
         for c in sorted(e.columns()):
             if c not in data_names and c not in self.schema.names:
                 raise ColumnNotFoundError(c, data_names + [n for n in self.schema.names
                                                            if n not in data_names])
-        for i in range(len(self.values)):
-            self.bind(e, i)
 
 
 def _compare(a: Any, op: str, b: Any) -> bool:

@@ -310,17 +310,24 @@ def _hidden(name: str) -> bool:
     return name.startswith((".", "_"))
 
 
-def _directory_files(path: str) -> list[str]:
-    """The ``*.vxipc`` files below the local directory ``path``, sorted; hidden names (and
-    what is below them) skipped. None raises ``FileNotFoundError``."""
+def directory_files(path: str, keep: Callable[[str], bool] | None = None) -> list[str]:
+    """The files below the local directory ``path`` whose names ``keep`` accepts (default:
+    those ending in ``.vxipc``), at any depth, sorted; hidden names (and what is below
+    them) skipped. None raises ``FileNotFoundError``."""
+    if keep is None:
+        keep = _is_stream_name
     out: list[str] = []
     for root, dirs, files in os.walk(path):
         dirs[:] = [d for d in dirs if not _hidden(d)]
-        out.extend(os.path.join(root, f) for f in files
-                   if f.endswith(DIRECTORY_SUFFIX) and not _hidden(f))
+        out.extend(os.path.join(root, f) for f in files if not _hidden(f) and keep(f))
     if not out:
-        raise FileNotFoundError(f"no {DIRECTORY_SUFFIX} files in the directory {path!r}")
+        what = f"{DIRECTORY_SUFFIX} files" if keep is _is_stream_name else "files to read"
+        raise FileNotFoundError(f"no {what} in the directory {path!r}")
     return sorted(out)
+
+
+def _is_stream_name(name: str) -> bool:
+    return name.endswith(DIRECTORY_SUFFIX)
 
 
 def expand_with_bases(source: Any, storage_options: dict[str, Any] | None) -> list[tuple[Any, str | None]]:
@@ -344,7 +351,7 @@ def expand_with_bases(source: Any, storage_options: dict[str, Any] | None) -> li
         return [(source, None)]
     path = _fs.file_url_path(source) if _fs.is_file_url(source) else source
     if os.path.isdir(path):
-        return [(f, path) for f in _directory_files(path)]
+        return [(f, path) for f in directory_files(path)]
     if _fs.has_glob(path) and not os.path.exists(path):  # a file named br[1].vxipc is that file
         matches = sorted(m for m in _glob.glob(path, recursive=True) if not os.path.isdir(m))
         if not matches:
@@ -598,10 +605,12 @@ class Scan:
         for n in (self.columns or []) + self.read_dictionary:
             if n not in everything:
                 raise ColumnNotFoundError(n, everything)
+        #: per source, the filter with its partition values put in (Partitions.bind)
+        self._residues: list[Expr | bool] = [True] * len(self.sources)
         if self.filter is not None:
             hive.check(self.filter, d)
-            for i in range(len(self.sources)):
-                rest = hive.bind(self.filter, i)
+            self._residues = [hive.bind(self.filter, i) for i in range(len(self.sources))]
+            for rest in self._residues:
                 if isinstance(rest, Expr):
                     check_expr(rest, d)
         for n in self.read_dictionary:
@@ -641,7 +650,7 @@ class Scan:
         for i, src in enumerate(self.sources):
             if b.remaining is not None and b.remaining <= 0:
                 return
-            rest = True if self.filter is None else hive.bind(self.filter, i)
+            rest = self._residues[i]
             if rest is False:
                 with stats._lock:
                     stats.files_pruned += 1
