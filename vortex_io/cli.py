@@ -601,18 +601,15 @@ def _input_files(src: str, given: str | None) -> list[tuple[str, str]] | None:
     if src == STDIO:
         return None
     if os.path.isdir(src):
+        from ._scan import directory_files
+
         wanted = (given,) if given else _DIR_FORMATS
-        paths = []
-        for d, dirs, files in os.walk(src):
-            dirs[:] = [x for x in dirs if not x.startswith((".", "_"))]
-            for f in files:
-                if not f.startswith((".", "_")) and _EXT.get(os.path.splitext(f)[1].lower()) \
-                        in wanted:
-                    paths.append(os.path.join(d, f))
-        if not paths:
+        try:
+            paths = directory_files(
+                src, lambda f: _EXT.get(os.path.splitext(f)[1].lower()) in wanted)
+        except FileNotFoundError:
             kinds = FORMAT_NAMES[given] if given else "Vortex IPC, Arrow or Parquet"
-            raise CommandError(f"is a directory without {kinds} files", path=src)
-        paths.sort()
+            raise CommandError(f"is a directory without {kinds} files", path=src) from None
     else:
         from . import _fs
 
